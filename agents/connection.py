@@ -1,0 +1,131 @@
+"""Where the research-mcp server is and one long-lived MCP session to it, as LangChain tools.
+
+A `ServerTarget` names the server: a stdio subprocess (`python -m server serve`, the default) or a
+streamable-HTTP URL with an optional bearer token. `open_tools(target)` connects once, lists the tools
+and yields them as LangChain tools together with what the agents need to know about each (its
+annotations and input schema); every tool call of the run goes through that one session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import warnings
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools.errors import NotFound
+
+
+@dataclass(frozen=True)
+class ServerTarget:
+    """An MCP server: `url` for streamable HTTP, else a stdio subprocess running `command`."""
+
+    url: str | None = None
+    token: str | None = None
+    command: tuple[str, ...] = (sys.executable, "-m", "server", "serve")
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    log_file: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return self.url if self.url else "stdio: " + " ".join(Path(self.command[0]).name if i == 0 else c
+                                                              for i, c in enumerate(self.command))
+
+    def transport(self) -> Any:
+        from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+
+        if self.url:
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
+            return StreamableHttpTransport(self.url, headers=headers)
+        env = dict(os.environ if self.env is None else self.env)
+        repo = str(Path(__file__).resolve().parents[1])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, env.get("PYTHONPATH", "")) if p)
+        return StdioTransport(self.command[0], list(self.command[1:]), env=env, cwd=self.cwd or os.getcwd(),
+                              keep_alive=True, log_file=self.log_file)
+
+
+@dataclass
+class ToolInfo:
+    """What the agents read about one MCP tool besides calling it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self.annotations.get("read_only_hint", False))
+
+
+@dataclass
+class ToolBox:
+    """The tools of one session: LangChain tools by name, and their MCP descriptions."""
+
+    tools: dict[str, Any]
+    info: dict[str, ToolInfo]
+    server: str
+    resources: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Any:
+        if name not in self.tools:
+            from tools.errors import unknown_name
+
+            raise unknown_name("tool", name, self.tools)
+        return self.tools[name]
+
+    def names(self) -> list[str]:
+        return sorted(self.tools)
+
+    def require(self, *names: str) -> None:
+        """Raise `NotFound` naming every tool the server does not expose."""
+        missing = [n for n in names if n not in self.tools]
+        if missing:
+            raise NotFound(
+                f"The server at {self.server} does not expose {', '.join(missing)}.",
+                hint="Check `research-mcp tools`; the family providing them may be missing from this install.",
+            )
+
+
+def _quiet_adapter_import() -> Any:
+    from langchain_core._api import LangChainBetaWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangChainBetaWarning)
+        from langchain.mcp import MCPAdapter
+    return MCPAdapter
+
+
+@contextlib.asynccontextmanager
+async def open_tools(target: ServerTarget) -> AsyncIterator[ToolBox]:
+    """Connect to `target` once, yield its tools, and close the session (and subprocess) at the end."""
+    adapter_cls = _quiet_adapter_import()
+    transport = target.transport()
+    adapter = adapter_cls(transport)
+    try:
+        async with adapter:
+            remote = await adapter.client.list_tools()
+            tools = {t.name: t for t in await adapter.list_tools()}
+            info = {
+                t.name: ToolInfo(
+                    name=t.name,
+                    description=t.description or "",
+                    input_schema=dict(t.input_schema or {}),
+                    annotations=t.annotations.model_dump(exclude_none=True) if t.annotations else {},
+                )
+                for t in remote
+            }
+            try:
+                resources = [str(r.uri) for r in await adapter.client.list_resources()]
+            except Exception:  # a server without resources is still usable
+                resources = []
+            yield ToolBox(tools=tools, info=info, server=target.label, resources=resources)
+    finally:
+        close = getattr(transport, "close", None)
+        if close is not None:
+            await close()

@@ -1,0 +1,1 @@
+"""Benchmarks of the DTI family: DTIAM-protocol cross-validation, baselines, ablations, screening speed."""

@@ -1,0 +1,5 @@
+import sys
+
+from evals.dti.run import main
+
+sys.exit(main())

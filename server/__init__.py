@@ -1,0 +1,1 @@
+"""The MCP adapter of research-mcp: tool registration, resources, transports and the CLI."""

@@ -1,0 +1,50 @@
+"""Builds the research-mcp MCP server: every family's tools, the sample resources, the instructions."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from mcp.server.mcpserver import MCPServer
+
+from server.registry import adapt, annotations_for, load_specs
+from server.resources import sample_resources
+from server.sampling import chat_model_for
+
+INSTRUCTIONS = """\
+research-mcp: research methods as tools.
+- graph_*: graph tasks in natural language (generate, serialize, prompt, solve exactly, check answers, benchmark).
+- eo_*: spectral indices and geophysical parameters from multispectral GeoTIFF scenes (Landsat, Sentinel-2).
+- nid_*: natural identifiers as canaries: detect, generate, score, DP audit, dataset inference.
+- longctx_*: long-document QA by chunking with worker and manager models, and when chunking helps.
+- dti_*: drug-target interaction scores, screening, explanations.
+Bundled sample data is listed as resources (sample://...); pass those URIs wherever a tool takes a path.
+Large outputs are written as files under the output folder and returned as paths with a summary.
+"""
+
+
+def _version() -> str:
+    try:
+        return version("research-mcp")
+    except PackageNotFoundError:
+        return "0"
+
+
+def build_server(families: list[str] | None = None, *, log_level: str = "INFO") -> MCPServer:
+    """A server with the tools of `families` (all by default) and the bundled samples as resources."""
+    server = MCPServer(
+        name="research-mcp",
+        title="research-mcp",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        resources=sample_resources(),
+        warn_on_duplicate_tools=True,
+        log_level=log_level,
+    )
+    for spec in load_specs(families):
+        server.add_tool(
+            adapt(spec, chat_model_for),
+            name=spec.name,
+            title=spec.title,
+            annotations=annotations_for(spec),
+        )
+    return server

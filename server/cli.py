@@ -1,0 +1,169 @@
+"""The `research-mcp` command: serve, list tools, call one tool, run an agent, run an eval."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+EVAL_HELP = "run a benchmark: research-mcp eval FAMILY [ARGS...] (e.g. graph --quick)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="research-mcp", description="An MCP tool server for research methods.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="serve the tools over MCP (stdio by default)")
+    s.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
+    s.add_argument("--host", default=None, help="HTTP host (default RESEARCH_MCP_HOST or 127.0.0.1)")
+    s.add_argument("--port", type=int, default=None, help="HTTP port (default RESEARCH_MCP_PORT or 8000)")
+
+    t = sub.add_parser("tools", help="list the tools with one-line descriptions")
+    t.add_argument("--json", action="store_true", help="print names, descriptions and input/output schemas as JSON")
+
+    c = sub.add_parser("call", help="call one tool and print its structured result")
+    c.add_argument("tool", help="tool name, e.g. graph_solve")
+    c.add_argument("arguments", nargs="?", default="{}", help="arguments as a JSON object, or @file.json")
+
+    a = sub.add_parser("agent", help="run an agent or workflow over the tools", add_help=False)
+    a.add_argument("rest", nargs=argparse.REMAINDER)
+    e = sub.add_parser("eval", help=EVAL_HELP, add_help=False)
+    e.add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def _list_tools(as_json: bool) -> int:
+    import anyio
+    from mcp import Client
+    from rich.console import Console
+    from rich.table import Table
+
+    from server.app import build_server
+
+    async def fetch() -> list[Any]:
+        async with Client(build_server(log_level="WARNING")) as client:
+            return (await client.list_tools()).tools
+
+    tools = anyio.run(fetch)
+    if as_json:
+        print(json.dumps([
+            {"name": t.name, "title": t.title, "description": t.description, "input_schema": t.input_schema,
+             "output_schema": t.output_schema,
+             "annotations": t.annotations.model_dump(exclude_none=True) if t.annotations else None}
+            for t in tools
+        ], indent=2))
+        return 0
+    table = Table(title=f"research-mcp: {len(tools)} tools")
+    table.add_column("tool", style="bold cyan", no_wrap=True)
+    table.add_column("what it does")
+    for t in tools:
+        table.add_row(t.name, (t.description or "").strip().splitlines()[0] if t.description else "")
+    Console().print(table)
+    return 0
+
+
+def _load_arguments(text: str) -> dict[str, Any]:
+    if text.startswith("@"):
+        with open(text[1:], encoding="utf-8") as fh:
+            text = fh.read()
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"research-mcp call: the arguments are not valid JSON ({exc}). "
+                         "Quote them for the shell: research-mcp call graph_solve '{\"task\": ...}'") from exc
+    if not isinstance(args, dict):
+        raise SystemExit("research-mcp call: the arguments must be a JSON object, e.g. '{\"n\": 10}'.")
+    return args
+
+
+def _call(tool: str, arguments: str) -> int:
+    import anyio
+    from mcp import Client
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from server.app import build_server
+
+    args = _load_arguments(arguments)
+    err = Console(stderr=True)
+
+    async def run() -> Any:
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:g}/{task.total}"),
+                      TimeElapsedColumn(), console=err, transient=True) as bar:
+            task = bar.add_task(tool, total=None)
+
+            async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                bar.update(task, completed=done, total=total, description=message or tool)
+
+            async with Client(build_server(log_level="CRITICAL")) as client:
+                return await client.call_tool(tool, args, progress_callback=on_progress)
+
+    result = anyio.run(run)
+    if result.is_error:
+        text = " ".join(getattr(c, "text", "") for c in result.content)
+        err.print(f"[bold red]error[/] {text}")
+        return 1
+    if result.structured_content is not None:
+        print(json.dumps(result.structured_content, indent=2, default=str))
+    else:
+        print("\n".join(getattr(c, "text", str(c)) for c in result.content))
+    return 0
+
+
+def _serve(http: bool, host: str | None, port: int | None) -> int:
+    from server.app import build_server
+    from tools.settings import get_settings
+
+    settings = get_settings()
+    server = build_server()
+    if not http:
+        server.run("stdio")
+        return 0
+    from server.http import serve_http
+    from tools.errors import ResearchError
+
+    try:
+        serve_http(server, host or settings.host, port or settings.port,
+                   settings.token.get_secret_value() if settings.token else None, settings.allowed_hosts)
+    except ResearchError as exc:
+        print(f"research-mcp serve: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _delegate(module: str, argv: list[str], what: str) -> int:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and module.startswith(exc.name):
+            print(f"research-mcp: no {what} named by {module!r}.", file=sys.stderr)
+            return 2
+        raise
+    return int(mod.main(argv) or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.http, args.host, args.port)
+    if args.command == "tools":
+        return _list_tools(args.json)
+    if args.command == "call":
+        return _call(args.tool, args.arguments)
+    if args.command == "agent":
+        return _delegate("agents.cli", args.rest, "agent runner")
+    if args.command == "eval":
+        if not args.rest or args.rest[0].startswith("-"):
+            from server.registry import family_names
+
+            print(f"usage: research-mcp eval FAMILY [ARGS...]; families: {', '.join(family_names())}",
+                  file=sys.stderr)
+            return 2
+        return _delegate(f"evals.{args.rest[0]}.run", args.rest[1:], f"eval for family {args.rest[0]!r}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

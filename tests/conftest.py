@@ -1,0 +1,70 @@
+"""Shared fixtures: an isolated output folder and settings per test, the anyio backend, server helpers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tools.settings import reload_settings
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test writes under its own output folder and may read its tmp_path and the repository."""
+    out = tmp_path / "out"
+    monkeypatch.setenv("RESEARCH_MCP_OUTPUT_DIR", str(out))
+    monkeypatch.setenv("RESEARCH_MCP_ROOTS", f'["{tmp_path}", "{REPO}"]')
+    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "RESEARCH_MCP_LLM_BASE_URL",
+                "RESEARCH_MCP_LLM_API_KEY", "RESEARCH_MCP_LLM_MODEL", "RESEARCH_MCP_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    reload_settings()
+    yield out
+    monkeypatch.undo()
+    reload_settings()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """The environment for a server subprocess: this interpreter's, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RESEARCH_MCP_LLM"))}
+    env.update(extra)
+    return env
+
+
+def start_http_server(port: int, env: dict[str, str], host: str = "127.0.0.1") -> subprocess.Popen[bytes]:
+    """`research-mcp serve --http` as a real subprocess, returned once it accepts connections."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve", "--http", "--host", host, "--port", str(port)],
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("server did not start within 60 s")

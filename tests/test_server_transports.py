@@ -1,0 +1,121 @@
+"""The real transports: a stdio subprocess, a streamable-HTTP subprocess with its token and Host checks,
+and the MCP Inspector CLI as an independent client."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.conftest import REPO, free_port, server_env, start_http_server
+
+pytestmark = pytest.mark.anyio
+
+# A call with a result checked against networkx by hand: the 5-cycle 0-1-2-3-4-0 has diameter 2.
+GOOD_CALL = ("graph_solve", {"task": "diameter", "graph": {"edges": [[0, 1], [1, 2], [2, 3], [3, 4], [4, 0]]}})
+BAD_CALL = ("graph_solve", {"task": "diameter", "graph": {"edges": [["a", "b"]]}})
+TOKEN = "s3cret-token-for-tests"
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _answer(result) -> object:
+    assert not result.is_error, result.content
+    return result.structured_content["answer"]
+
+
+async def _exercise(client: Client) -> None:
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert {"graph_solve", "graph_generate", "graph_check_answer"} <= names
+    assert _answer(await client.call_tool(*GOOD_CALL)) == 2
+    bad = await client.call_tool(*BAD_CALL)
+    assert bad.is_error and "integer" in bad.content[0].text
+    assert _answer(await client.call_tool(*GOOD_CALL)) == 2
+
+
+async def test_stdio_subprocess_lists_calls_and_survives_errors(tmp_path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "server", "serve"], cwd=str(REPO),
+        env=server_env(RESEARCH_MCP_OUTPUT_DIR=str(tmp_path / "out")),
+    )
+    async with Client(params) as client:
+        await _exercise(client)
+        resources = (await client.list_resources()).resources
+        assert any(str(r.uri).startswith("sample://") for r in resources)
+
+
+@pytest.fixture(scope="module")
+def http_server():
+    port = free_port()
+    proc = start_http_server(port, server_env(RESEARCH_MCP_TOKEN=TOKEN))
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+async def test_http_with_the_right_token(http_server) -> None:
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        async with Client(streamable_http_client(http_server, http_client=http)) as client:
+            await _exercise(client)
+
+
+def test_http_refuses_a_wrong_or_missing_token(http_server) -> None:
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}):
+        r = httpx.post(http_server, json=INIT, headers=MCP_HEADERS | headers, timeout=10)
+        assert r.status_code == 401, headers
+        assert "RESEARCH_MCP_TOKEN" in r.json()["error_description"]
+
+
+def test_http_refuses_a_foreign_host_header(http_server) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    r = httpx.post(http_server, json=INIT, headers=MCP_HEADERS | auth | {"Host": "evil.example.com"}, timeout=10)
+    assert r.status_code in (400, 421)
+    r = httpx.post(http_server, json=INIT, headers=MCP_HEADERS | auth | {"Origin": "http://evil.example.com"},
+                   timeout=10)
+    assert r.status_code in (400, 403)
+    ok = httpx.post(http_server, json=INIT, headers=MCP_HEADERS | auth, timeout=10)
+    assert ok.status_code == 200
+
+
+def test_http_on_a_public_interface_requires_a_token() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--http", "--host", "0.0.0.0", "--port", str(free_port())],
+        env=server_env(), cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "RESEARCH_MCP_TOKEN" in proc.stderr
+
+
+def test_cli_tools_and_call() -> None:
+    listing = subprocess.run([sys.executable, "-m", "server", "tools", "--json"], cwd=REPO, env=server_env(),
+                             capture_output=True, text=True, timeout=120)
+    assert listing.returncode == 0, listing.stderr
+    tools = {t["name"]: t for t in json.loads(listing.stdout)}
+    assert tools["graph_solve"]["annotations"]["readOnlyHint"] is True
+    call = subprocess.run([sys.executable, "-m", "server", "call", GOOD_CALL[0], json.dumps(GOOD_CALL[1])],
+                          cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=120)
+    assert call.returncode == 0, call.stderr
+    assert json.loads(call.stdout)["answer"] == 2
+    bad = subprocess.run([sys.executable, "-m", "server", "call", BAD_CALL[0], json.dumps(BAD_CALL[1])],
+                         cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "integer" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
+def test_mcp_inspector_cli_lists_the_tools() -> None:
+    proc = subprocess.run(
+        ["npx", "-y", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "server", "serve",
+         "--method", "tools/list"],
+        cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=400,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = {t["name"] for t in json.loads(proc.stdout)["tools"]}
+    assert {"graph_solve", "graph_generate"} <= names

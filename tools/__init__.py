@@ -1,0 +1,1 @@
+"""research-mcp's research methods as plain typed Python functions, one sub-package a family."""

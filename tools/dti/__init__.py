@@ -1,0 +1,1 @@
+"""Drug-target interaction scoring: multimodal GRAM-aligned encoders, scoring, screening, training."""

@@ -1,0 +1,231 @@
+"""The multimodal DTI model in torch: modality encoders, GRAM volume loss, adaptive modality dropout, heads.
+
+Drug modalities: ECFP4 bits (MLP), RDKit descriptors (MLP), SMILES characters (1-D CNN). Protein
+modalities: residue sequence (1-D CNN), composition AAC + dipeptide + CTD (MLP). Every encoder maps to
+a shared `dim`-dimensional space. GRAM pretraining aligns the modalities of interacting pairs by the
+volume of the parallelotope their unit embeddings span (sqrt of the Gram determinant), contrasted
+across the batch; the interaction head reads the fused drug and protein vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from tools.dti.features import (
+    DESCRIPTOR_NAMES,
+    ECFP_BITS,
+    PROTEIN_COMPOSITION_DIM,
+    PROTEIN_MAX_TOKENS,
+    PROTEIN_VOCAB,
+    SMILES_MAX_TOKENS,
+    SMILES_VOCAB,
+)
+
+DRUG_MODALITIES = ("drug_ecfp", "drug_descriptors", "drug_smiles")
+PROTEIN_MODALITIES = ("protein_sequence", "protein_composition")
+MODALITIES = DRUG_MODALITIES + PROTEIN_MODALITIES
+INPUT_OF = {
+    "drug_ecfp": "ecfp",
+    "drug_descriptors": "desc",
+    "drug_smiles": "tokens",
+    "protein_sequence": "ptokens",
+    "protein_composition": "comp",
+}
+
+
+class _Standardize(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(n))
+        self.register_buffer("std", torch.ones(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) / self.std).clamp(-6, 6)
+
+
+class MLPEncoder(nn.Module):
+    def __init__(self, n_in: int, hidden: int, dim: int, dropout: float, standardize: bool) -> None:
+        super().__init__()
+        self.norm = _Standardize(n_in) if standardize else nn.Identity()
+        self.net = nn.Sequential(
+            nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, dim)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(self.norm(x))
+
+
+class CNNEncoder(nn.Module):
+    """Token embedding, two strided 1-D convolutions, global max pooling, projection."""
+
+    def __init__(self, vocab: int, emb: int, channels: int, k1: int, s1: int, k2: int, dim: int) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, emb, padding_idx=0)
+        self.conv1 = nn.Conv1d(emb, channels, k1, stride=s1)
+        self.conv2 = nn.Conv1d(channels, channels, k2)
+        self.proj = nn.Linear(channels, dim)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        length = int((tokens != 0).sum(1).max().item()) if tokens.numel() else 1
+        need = self.conv1.kernel_size[0] + self.conv1.stride[0] * (self.conv2.kernel_size[0] - 1)
+        tokens = tokens[:, : max(length, need)]
+        h = self.emb(tokens).transpose(1, 2)
+        h = F.relu(self.conv1(h))
+        h = F.relu(self.conv2(h))
+        return self.proj(h.max(dim=2).values)
+
+
+class DTIModel(nn.Module):
+    """Modality encoders to a shared space, fused per side, and an interaction head (logit) with an
+    auxiliary activity head (weak supervision)."""
+
+    def __init__(self, dim: int = 64, modalities: Sequence[str] = MODALITIES, dropout: float = 0.2) -> None:
+        super().__init__()
+        self.dim = dim
+        self.modalities = tuple(m for m in MODALITIES if m in modalities)
+        enc: dict[str, nn.Module] = {}
+        if "drug_ecfp" in self.modalities:
+            enc["drug_ecfp"] = MLPEncoder(ECFP_BITS, 256, dim, dropout, standardize=False)
+        if "drug_descriptors" in self.modalities:
+            enc["drug_descriptors"] = MLPEncoder(len(DESCRIPTOR_NAMES), 64, dim, dropout, standardize=True)
+        if "drug_smiles" in self.modalities:
+            enc["drug_smiles"] = CNNEncoder(len(SMILES_VOCAB), 24, 64, 6, 2, 5, dim)
+        if "protein_sequence" in self.modalities:
+            enc["protein_sequence"] = CNNEncoder(len(PROTEIN_VOCAB), 16, 64, 8, 4, 5, dim)
+        if "protein_composition" in self.modalities:
+            enc["protein_composition"] = MLPEncoder(PROTEIN_COMPOSITION_DIM, 128, dim, dropout, standardize=True)
+        self.encoders = nn.ModuleDict(enc)
+        self.norms = nn.ModuleDict({m: nn.LayerNorm(dim) for m in self.modalities})
+        self.head = nn.Sequential(nn.Linear(3 * dim, 128), nn.ReLU(), nn.Dropout(dropout), nn.Linear(128, 1))
+        self.activity_head = nn.Linear(3 * dim, 1)
+        self.register_buffer("log_temperature", torch.tensor(-2.3))  # GRAM temperature 0.1
+
+    @property
+    def drug_modalities(self) -> tuple[str, ...]:
+        return tuple(m for m in self.modalities if m in DRUG_MODALITIES)
+
+    @property
+    def protein_modalities(self) -> tuple[str, ...]:
+        return tuple(m for m in self.modalities if m in PROTEIN_MODALITIES)
+
+    def embed(self, inputs: dict[str, torch.Tensor], names: Sequence[str]) -> dict[str, torch.Tensor]:
+        """Per-modality embeddings (n, dim) of the given input arrays."""
+        return {m: self.norms[m](self.encoders[m](inputs[INPUT_OF[m]])) for m in names}
+
+    @staticmethod
+    def fuse(embs: dict[str, torch.Tensor], mask: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """Mean of the kept modality embeddings (mask: per-sample 0/1 per modality)."""
+        if mask is None:
+            return torch.stack(list(embs.values())).mean(0)
+        num = sum(embs[m] * mask[m][:, None] for m in embs)
+        den = sum(mask[m] for m in embs).clamp_min(1.0)
+        return num / den[:, None]
+
+    def pair_features(self, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        return torch.cat([d, p, d * p], dim=1)
+
+    def interaction_logit(self, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        return self.head(self.pair_features(d, p)).squeeze(1)
+
+    def config(self) -> dict[str, Any]:
+        return {"dim": self.dim, "modalities": list(self.modalities)}
+
+
+def gram_volume(vectors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Volume of the parallelotope spanned by k unit vectors per sample: sqrt(det(A A^T)), A = (k, d).
+
+    `vectors` are k tensors of shape (n, d); returns (n,). Vectors are L2-normalised first.
+    """
+    a = torch.stack([F.normalize(v, dim=-1) for v in vectors], dim=-2)  # (n, k, d)
+    gram = a @ a.transpose(-1, -2)
+    return torch.sqrt(torch.linalg.det(gram).clamp_min(0.0) + 1e-6)
+
+
+def gram_contrastive_loss(embs: dict[str, torch.Tensor], anchor: str, temperature: float) -> torch.Tensor:
+    """GRAM loss over a batch of n matching samples.
+
+    The volume spanned by the anchor modality of sample i and the other modalities of sample j is
+    computed for every (i, j); logits are -volume / temperature and the matching j = i is the target,
+    in both directions (anchor->rest and rest->anchor), so matching samples span small volumes and
+    mismatched ones large volumes.
+    """
+    others = [F.normalize(v, dim=-1) for m, v in embs.items() if m != anchor]
+    a = F.normalize(embs[anchor], dim=-1)
+    n, k = a.shape[0], len(others) + 1
+    if n < 2 or k < 2:
+        return a.sum() * 0.0
+    o = torch.stack(others, dim=1)  # (n, k-1, d)
+    cross = torch.einsum("id,jmd->ijm", a, o)  # (n_i, n_j, k-1)
+    inner = o @ o.transpose(1, 2)  # (n_j, k-1, k-1)
+    gram = a.new_zeros(n, n, k, k)
+    gram[:, :, 0, 0] = 1.0
+    gram[:, :, 0, 1:] = cross
+    gram[:, :, 1:, 0] = cross
+    gram[:, :, 1:, 1:] = inner.unsqueeze(0).expand(n, n, k - 1, k - 1)
+    vol = torch.sqrt(torch.linalg.det(gram).clamp_min(0.0) + 1e-6)
+    logits = -vol / temperature
+    target = torch.arange(n, device=a.device)
+    return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
+
+
+class AdaptiveModalityDropout:
+    """Gradient-informed modality dropout.
+
+    Keeps an exponential average of each modality's gradient norm (of the loss with respect to its
+    embedding). A modality whose share of the total gradient is large dominates learning, so it is
+    dropped more often: p_m = min(p_max, p_base * M * share_m). At least one drug and one protein
+    modality are always kept. With `adaptive=False` every modality is dropped with p_base.
+    """
+
+    def __init__(self, drug: Sequence[str], protein: Sequence[str], p_base: float = 0.15, p_max: float = 0.5,
+                 adaptive: bool = True, momentum: float = 0.9) -> None:
+        self.drug = tuple(drug)
+        self.protein = tuple(protein)
+        self.names = self.drug + self.protein
+        self.p_base = p_base
+        self.p_max = p_max
+        self.adaptive = adaptive
+        self.momentum = momentum
+        self.grad_ema = dict.fromkeys(self.names, 1.0)
+
+    def probabilities(self) -> dict[str, float]:
+        if not self.adaptive:
+            return dict.fromkeys(self.names, self.p_base)
+        total = sum(self.grad_ema.values()) or 1.0
+        m = len(self.names)
+        return {k: min(self.p_max, self.p_base * m * v / total) for k, v in self.grad_ema.items()}
+
+    def observe(self, embs: dict[str, torch.Tensor]) -> None:
+        """Update the gradient averages from embeddings whose `.grad` was retained."""
+        for k, v in embs.items():
+            if v.grad is not None and k in self.grad_ema:
+                g = float(v.grad.norm(dim=1).mean()) * v.shape[0]
+                self.grad_ema[k] = self.momentum * self.grad_ema[k] + (1 - self.momentum) * g
+
+    def sample_batch(self, generator: torch.Generator) -> set[str]:
+        """Modalities kept for a whole batch (GRAM pretraining)."""
+        p = self.probabilities()
+        keep = {k for k in self.names if torch.rand(1, generator=generator).item() >= p[k]}
+        for side in (self.drug, self.protein):
+            if side and not keep.intersection(side):
+                keep.add(min(side, key=lambda k: p[k]))
+        return keep
+
+    def sample_masks(self, n_drug: int, n_protein: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Per-sample 0/1 keep masks for each modality (fine-tuning)."""
+        p = self.probabilities()
+        masks: dict[str, torch.Tensor] = {}
+        for side, n in ((self.drug, n_drug), (self.protein, n_protein)):
+            if not side:
+                continue
+            side_masks = {k: (torch.rand(n, generator=generator) >= p[k]).float() for k in side}
+            none_kept = sum(side_masks.values()) == 0
+            safest = min(side, key=lambda k: p[k])
+            side_masks[safest] = torch.where(none_kept, torch.ones(n), side_masks[safest])
+            masks.update(side_masks)
+        return masks

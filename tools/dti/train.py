@@ -1,0 +1,327 @@
+"""Training and inference of the DTI model: GRAM pretraining, fine-tuning, prediction, checkpoints.
+
+Pairs are held as indices into tables of unique drugs and proteins, so each entity is encoded once per
+step however many pairs it takes part in.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tools.dti.chem import try_check_protein, try_parse_smiles
+from tools.dti.features import drug_features, protein_features, stack_drugs
+from tools.dti.model import MODALITIES
+
+ProgressFn = Callable[[float, float, str], None]
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of one training run (defaults: the shipped model's)."""
+
+    dim: int = 64
+    modalities: tuple[str, ...] = MODALITIES
+    pretrain_epochs: int = 2
+    epochs: int = 10
+    batch_size: int = 512
+    pretrain_batch_size: int = 256
+    lr: float = 2e-3
+    weight_decay: float = 1e-5
+    gram_weight: float = 0.1
+    temperature: float = 0.1
+    modality_dropout: str = "adaptive"  # adaptive | uniform | none
+    dropout_base: float = 0.15
+    activity_weight: float = 0.2
+    seed: int = 0
+    threads: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["modalities"] = list(self.modalities)
+        return d
+
+
+@dataclass
+class Tables:
+    """Unique drugs and proteins with their model inputs; pairs index into them."""
+
+    smiles: list[str]
+    sequences: list[str]
+    drugs: dict[str, np.ndarray]
+    proteins: dict[str, np.ndarray]
+
+
+@dataclass
+class Pairs:
+    d: np.ndarray
+    p: np.ndarray
+    y: np.ndarray  # 0/1 float; NaN where unknown
+    activity: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))  # NaN where absent
+
+    def __len__(self) -> int:
+        return len(self.d)
+
+    def subset(self, idx: np.ndarray) -> Pairs:
+        act = self.activity[idx] if len(self.activity) else self.activity
+        return Pairs(self.d[idx], self.p[idx], self.y[idx], act)
+
+
+def protein_table(seqs: Sequence[str]) -> dict[str, np.ndarray]:
+    """Model inputs ('ptokens', 'comp') of validated protein sequences."""
+    feats = [protein_features(s) for s in seqs]
+    if not feats:
+        return {"ptokens": np.zeros((0, 1), np.int64), "comp": np.zeros((0, 1), np.float32)}
+    return {"ptokens": np.stack([f[0] for f in feats]), "comp": np.stack([f[1] for f in feats])}
+
+
+def build_tables(
+    smiles: Sequence[str], sequences: Sequence[str]
+) -> tuple[Tables, np.ndarray, np.ndarray, dict[int, str]]:
+    """Parse and featurize pair inputs. Returns tables, drug and protein indices (-1 where invalid) and
+    the error message of each invalid pair position."""
+    errors: dict[int, str] = {}
+    d_index: dict[str, int] = {}
+    p_index: dict[str, int] = {}
+    dfeats = []
+    seqs: list[str] = []
+    smi_out: list[str] = []
+    di = np.full(len(smiles), -1, dtype=np.int64)
+    pi = np.full(len(smiles), -1, dtype=np.int64)
+    smi_cache: dict[str, tuple[int, str | None]] = {}
+    seq_cache: dict[str, tuple[int, str | None]] = {}
+    for k, (s, q) in enumerate(zip(smiles, sequences, strict=True)):
+        if s not in smi_cache:
+            parsed, err = try_parse_smiles(s)
+            if parsed is None:
+                smi_cache[s] = (-1, err)
+            else:
+                if parsed.smiles not in d_index:
+                    d_index[parsed.smiles] = len(dfeats)
+                    dfeats.append(drug_features(s))
+                    smi_out.append(parsed.smiles)
+                smi_cache[s] = (d_index[parsed.smiles], None)
+        if q not in seq_cache:
+            clean, err = try_check_protein(q)
+            if clean is None:
+                seq_cache[q] = (-1, err)
+            else:
+                if clean not in p_index:
+                    p_index[clean] = len(seqs)
+                    seqs.append(clean)
+                seq_cache[q] = (p_index[clean], None)
+        (a, ea), (b, eb) = smi_cache[s], seq_cache[q]
+        if a < 0 or b < 0:
+            errors[k] = "; ".join(e for e in (ea, eb) if e)
+        else:
+            di[k], pi[k] = a, b
+    tables = Tables(smi_out, seqs, stack_drugs(dfeats), protein_table(seqs))
+    return tables, di, pi, errors
+
+
+def _torch(threads: int) -> Any:
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    return torch
+
+
+def _inputs(torch: Any, table: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, Any]:
+    return {k: torch.from_numpy(np.ascontiguousarray(v[idx])) for k, v in table.items()}
+
+
+def fit(
+    tables: Tables,
+    pairs: Pairs,
+    cfg: TrainConfig,
+    progress: ProgressFn | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Train a model on labelled pairs: GRAM pretraining on the positives, then fine-tuning.
+
+    Fine-tuning minimises binary cross-entropy of the interaction logit, plus `gram_weight` x the GRAM
+    loss on the batch's positives, plus `activity_weight` x the squared error of the activity head on
+    pairs with an activity value (weak supervision). `progress(done, total, msg)` is called per step
+    and may raise to cancel.
+    """
+    torch = _torch(cfg.threads)
+    from torch.nn import functional as F
+
+    from tools.dti.model import AdaptiveModalityDropout, DTIModel, gram_contrastive_loss
+
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    model = DTIModel(dim=cfg.dim, modalities=cfg.modalities)
+    _fit_standardizers(model, tables, pairs)
+    labelled = ~np.isnan(pairs.y)
+    has_act = len(pairs.activity) == len(pairs) and bool(np.any(~np.isnan(pairs.activity)))
+    act_mean = float(np.nanmean(pairs.activity)) if has_act else 0.0
+    act_std = float(np.nanstd(pairs.activity)) + 1e-6 if has_act else 1.0
+    model.activity_mean = act_mean  # type: ignore[attr-defined]
+    model.activity_std = act_std  # type: ignore[attr-defined]
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    drop = AdaptiveModalityDropout(
+        model.drug_modalities, model.protein_modalities, p_base=cfg.dropout_base,
+        adaptive=cfg.modality_dropout == "adaptive",
+    )
+    use_drop = cfg.modality_dropout != "none"
+    temperature = cfg.temperature
+    pos = np.flatnonzero(labelled & (np.nan_to_num(pairs.y) > 0.5))
+    lab = np.flatnonzero(labelled | (~np.isnan(pairs.activity) if has_act else False))
+    pre_steps = math.ceil(len(pos) / cfg.pretrain_batch_size) * cfg.pretrain_epochs if cfg.gram_weight > 0 else 0
+    ft_steps = math.ceil(len(lab) / cfg.batch_size) * cfg.epochs
+    total = pre_steps + ft_steps
+    history: dict[str, Any] = {"pretrain_loss": [], "loss": [], "dropout_p": [], "seconds": 0.0}
+    step = 0
+    t0 = time.time()
+
+    def encode(batch_d: np.ndarray, batch_p: np.ndarray) -> tuple[dict, dict, np.ndarray, np.ndarray]:
+        ud, dinv = np.unique(batch_d, return_inverse=True)
+        up, pinv = np.unique(batch_p, return_inverse=True)
+        de = model.embed(_inputs(torch, tables.drugs, ud), model.drug_modalities)
+        pe = model.embed(_inputs(torch, tables.proteins, up), model.protein_modalities)
+        for v in (*de.values(), *pe.values()):
+            v.retain_grad()
+        return de, pe, dinv, pinv
+
+    model.train()
+    # Stage 1: GRAM pretraining on interacting pairs.
+    for _ in range(cfg.pretrain_epochs if pre_steps else 0):
+        order = rng.permutation(pos)
+        for s in range(0, len(order), cfg.pretrain_batch_size):
+            b = order[s : s + cfg.pretrain_batch_size]
+            if len(b) < 2:
+                continue
+            de, pe, dinv, pinv = encode(pairs.d[b], pairs.p[b])
+            keep = drop.sample_batch(gen) if use_drop else set(model.modalities)
+            embs = {m: de[m][dinv] for m in de if m in keep} | {m: pe[m][pinv] for m in pe if m in keep}
+            anchor = next(m for m in model.modalities if m in embs)
+            loss = gram_contrastive_loss(embs, anchor, temperature)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            drop.observe(de | pe)
+            history["pretrain_loss"].append(float(loss))
+            step += 1
+            if progress:
+                progress(step, total, f"GRAM pretraining, loss {float(loss):.3f}")
+    # Stage 2: fine-tuning of encoders and heads.
+    ypos_weight = 1.0
+    for _ in range(cfg.epochs):
+        order = rng.permutation(lab)
+        for s in range(0, len(order), cfg.batch_size):
+            b = order[s : s + cfg.batch_size]
+            de, pe, dinv, pinv = encode(pairs.d[b], pairs.p[b])
+            if use_drop:
+                masks = drop.sample_masks(len(next(iter(de.values()))), len(next(iter(pe.values()))), gen)
+                dm = {m: masks[m] for m in de}
+                pm = {m: masks[m] for m in pe}
+            else:
+                dm = pm = None
+            dvec = model.fuse(de, dm)[dinv]
+            pvec = model.fuse(pe, pm)[pinv]
+            feats = model.pair_features(dvec, pvec)
+            y = torch.from_numpy(pairs.y[b].astype(np.float32))
+            ok = ~torch.isnan(y)
+            loss = torch.zeros(())
+            if bool(ok.any()):
+                logit = model.head(feats).squeeze(1)
+                loss = loss + F.binary_cross_entropy_with_logits(logit[ok], y[ok], pos_weight=torch.tensor(ypos_weight))
+            if has_act:
+                a = torch.from_numpy(((pairs.activity[b] - act_mean) / act_std).astype(np.float32))
+                aok = ~torch.isnan(a)
+                if bool(aok.any()):
+                    pred = model.activity_head(feats).squeeze(1)
+                    loss = loss + cfg.activity_weight * F.mse_loss(pred[aok], a[aok])
+            if cfg.gram_weight > 0:
+                pb = np.flatnonzero(np.nan_to_num(pairs.y[b]) > 0.5)
+                if len(pb) >= 2:
+                    embs = {m: de[m][dinv[pb]] for m in de} | {m: pe[m][pinv[pb]] for m in pe}
+                    loss = loss + cfg.gram_weight * gram_contrastive_loss(embs, model.modalities[0], temperature)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            drop.observe(de | pe)
+            history["loss"].append(float(loss))
+            step += 1
+            if progress:
+                progress(step, total, f"fine-tuning, loss {float(loss):.3f}")
+        history["dropout_p"].append(drop.probabilities())
+    model.eval()
+    history["seconds"] = time.time() - t0
+    history["steps"] = step
+    return model, history
+
+
+def _fit_standardizers(model: Any, tables: Tables, pairs: Pairs) -> None:
+    import torch
+
+    used_d = np.unique(pairs.d)
+    used_p = np.unique(pairs.p)
+    for name, table, key, used in (
+        ("drug_descriptors", tables.drugs, "desc", used_d),
+        ("protein_composition", tables.proteins, "comp", used_p),
+    ):
+        if name in model.encoders and len(used):
+            x = table[key][used].astype(np.float64)
+            norm = model.encoders[name].norm
+            norm.mean.copy_(torch.from_numpy(x.mean(0)).float())
+            norm.std.copy_(torch.from_numpy(x.std(0) + 1e-3).float())
+
+
+def embed_table(model: Any, table: dict[str, np.ndarray], names: Sequence[str], chunk: int = 2048,
+                threads: int = 1) -> Any:
+    """Fused embeddings (n, dim) of every row of a drug or protein table, in chunks, without gradients."""
+    torch = _torch(threads)
+    n = len(next(iter(table.values())))
+    out = []
+    with torch.no_grad():
+        for s in range(0, n, chunk):
+            idx = np.arange(s, min(n, s + chunk))
+            out.append(model.fuse(model.embed(_inputs(torch, table, idx), names)))
+    return torch.cat(out) if out else torch.zeros(0, model.dim)
+
+
+def predict(model: Any, tables: Tables, d: np.ndarray, p: np.ndarray, threads: int = 1) -> np.ndarray:
+    """Interaction probabilities of pairs (indices into the tables)."""
+    torch = _torch(threads)
+    dv = embed_table(model, tables.drugs, model.drug_modalities, threads=threads)
+    pv = embed_table(model, tables.proteins, model.protein_modalities, threads=threads)
+    out = np.zeros(len(d), dtype=np.float64)
+    with torch.no_grad():
+        for s in range(0, len(d), 8192):
+            sl = slice(s, s + 8192)
+            logit = model.interaction_logit(dv[torch.from_numpy(d[sl])], pv[torch.from_numpy(p[sl])])
+            out[sl] = torch.sigmoid(logit).double().numpy()
+    return out
+
+
+def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
+    """Write weights (float16 where lossless enough), config and model card to one .pt file."""
+    import torch
+
+    state = {k: (v.half() if v.is_floating_point() and v.numel() > 1000 else v) for k, v in model.state_dict().items()}
+    extra = {"activity_mean": getattr(model, "activity_mean", 0.0), "activity_std": getattr(model, "activity_std", 1.0)}
+    torch.save({"config": model.config(), "state_dict": state, "card": card, "extra": extra}, path)
+    return path
+
+
+def load_checkpoint(path: Path) -> tuple[Any, dict[str, Any]]:
+    """A model in eval mode and its model card from a checkpoint written by `save_checkpoint`."""
+    import torch
+
+    from tools.dti.model import DTIModel
+
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    model = DTIModel(**blob["config"])
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in blob["state_dict"].items()})
+    model.activity_mean = blob.get("extra", {}).get("activity_mean", 0.0)
+    model.activity_std = blob.get("extra", {}).get("activity_std", 1.0)
+    model.eval()
+    return model, blob["card"]

@@ -1,0 +1,1 @@
+"""EO spectral retrieval: scenes, radiometry, masks, spectral indices, geophysical parameters, statistics."""

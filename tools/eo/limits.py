@@ -1,0 +1,11 @@
+"""Bounds of the EO family, set through `RESEARCH_MCP_EO__<NAME>`."""
+
+from pydantic import BaseModel, Field
+
+
+class EOLimits(BaseModel):
+    max_pixels: int = Field(400_000_000, description="Largest raster (width x height) a tool processes.")
+    block_size: int = Field(1024, description="Edge of the square windows pixel work is done in.")
+    max_zones: int = Field(1000, description="Most zones (polygons or zone-raster values) one zonal call handles.")
+    max_dates: int = Field(100, description="Most rasters (dates) in one time-series trend.")
+    max_bins: int = Field(1000, description="Most histogram bins one statistics call returns.")

@@ -1,0 +1,158 @@
+"""Scene -> raster products, block by block: calibrated band readers, QA masks, spectral index rasters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tools.eo import indices, masks
+from tools.eo.radiometry import Calibration, calibration
+from tools.eo.rasters import Grid, Reader, RunningStats, Writer, block_windows, close_all, common_grid, run_blocks
+from tools.eo.scenes import Band, Scene
+from tools.errors import InvalidInput
+from tools.progress import Progress, report
+
+
+def band_reader(scene: Scene, band: Band, grid: Grid, quantity: str = "auto") -> tuple[Reader, Calibration]:
+    cal = calibration(scene, band, quantity)
+    resampling = "nearest" if band.spec.kind == "qa" or cal.quantity == "dn" else "bilinear"
+    return Reader(band.path, grid, resampling=resampling, convert=cal.apply), cal
+
+
+def qa_layer(scene: Scene) -> tuple[Band, str]:
+    """The scene's quality layer and its kind (qa_pixel, qa_bqa or scl)."""
+    for key, kind in (("QA_PIXEL", "qa_pixel"), ("BQA", "qa_bqa"), ("SCL", "scl")):
+        if key in scene.bands:
+            return scene.bands[key], kind
+    raise InvalidInput(
+        f"This {scene.product} scene has no quality layer (QA_PIXEL, BQA or SCL) to mask clouds with.",
+        hint="Add the product's QA_PIXEL/BQA/SCL file, or mask by thresholds instead (eo_cloud_mask thresholds).",
+    )
+
+
+@dataclass
+class SceneInputs:
+    """Readers for several scene bands on their common grid, plus an optional QA mask."""
+
+    grid: Grid
+    readers: dict[str, Reader]
+    calibrations: dict[str, Calibration]
+    files: dict[str, str]
+    qa_kind: str | None = None
+    qa_classes: list[str] = field(default_factory=list)
+
+    def read(self, window: object) -> dict[str, np.ndarray]:
+        arrays = {k: r.read(window) for k, r in self.readers.items() if k != "__qa__"}
+        if self.qa_kind:
+            qa = self.readers["__qa__"].read(window)
+            flagged = np.zeros(qa.shape, dtype=bool)
+            good = np.isfinite(qa)
+            for m in masks.qa_mask(self.qa_kind, np.where(good, qa, 0), self.qa_classes).values():
+                flagged |= m & good
+            for a in arrays.values():
+                a[flagged] = np.nan
+        return arrays
+
+    def close(self) -> None:
+        close_all(self.readers)
+
+
+def scene_inputs(scene: Scene, wanted: dict[str, Band], quantity: str = "auto",
+                 mask_classes: list[str] | None = None) -> SceneInputs:
+    """Readers for `wanted` (name -> band) on the finest common grid; QA classes masked to NaN if given."""
+    bands = dict(wanted)
+    qa_kind = None
+    classes: list[str] = []
+    if mask_classes:
+        qa_band, qa_kind = qa_layer(scene)
+        classes = masks.check_classes(qa_kind, mask_classes)
+    paths = [b.path for b in bands.values()]
+    grid = common_grid(paths, [f"{b.key} ({b.path.name})" for b in bands.values()])
+    readers: dict[str, Reader] = {}
+    cals: dict[str, Calibration] = {}
+    try:
+        for name, band in bands.items():
+            readers[name], cals[name] = band_reader(scene, band, grid, quantity)
+        if qa_kind:
+            readers["__qa__"], _ = band_reader(scene, qa_band, grid, "dn")
+    except BaseException:
+        close_all(readers)
+        raise
+    files = {name: band.path.name for name, band in bands.items()}
+    return SceneInputs(grid, readers, cals, files, qa_kind, classes)
+
+
+def symbol_bands(scene: Scene, symbols: list[str], what: str) -> dict[str, Band]:
+    return {s: scene.symbol_band(s, what) for s in symbols}
+
+
+@dataclass
+class Product:
+    path: Path
+    stats: RunningStats
+    grid: Grid
+    files: dict[str, str]
+    formulas: dict[str, str]
+    notes: list[str]
+
+
+def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str, np.ndarray]], np.ndarray],
+              name: str, progress: Progress | None, *, mask_classes: list[str] | None = None, cog: bool = False,
+              units: str | None = None, description: str | None = None, dtype: str = "float32") -> Product:
+    """Compute one raster from scene bands window by window and write it as a tiled, compressed GeoTIFF."""
+    ins = scene_inputs(scene, wanted, mask_classes=mask_classes)
+    try:
+        writer = Writer(name, ins.grid, dtype=dtype, descriptions=[description or name], cog=cog, units=units)
+        stats = RunningStats()
+        wins = block_windows(ins.grid)
+        report(progress, 0, len(wins), name)
+        try:
+            for i, w in enumerate(wins, start=1):
+                out = compute(ins.read(w))
+                stats.update(out)
+                writer.write(out, w)
+                report(progress, i, len(wins), name)
+        except BaseException:
+            writer.discard()
+            raise
+        if stats.count == 0:
+            writer.discard()
+            raise InvalidInput(
+                f"Every pixel of the {name} result is nodata: the inputs ({', '.join(ins.files.values())}) hold "
+                "only fill/nodata values" + (" or masked pixels" if mask_classes else "") + ".",
+                hint="Check that the files cover the area and are not empty; relax the mask if one was given.",
+            )
+        path = writer.close()
+    finally:
+        ins.close()
+    notes = [n for c in ins.calibrations.values() for n in c.notes] + list(scene.notes)
+    return Product(path, stats, ins.grid, ins.files, {k: c.formula for k, c in ins.calibrations.items()}, notes)
+
+
+def index_product(scene: Scene, name: str, constants: dict[str, float] | None, progress: Progress | None,
+                  mask_classes: list[str] | None = None, cog: bool = False) -> tuple[Product, indices.Plan]:
+    """The spectral index `name` of a scene as a GeoTIFF."""
+    canonical = indices.resolve_name(name)
+    available = scene.by_symbol()
+    pl = indices.plan(canonical, lambda s: s in available, scene.platform, constants,
+                      lambda s: scene.symbol_band(s, canonical))
+    wanted = symbol_bands(scene, pl.bands, canonical)
+    product = map_scene(scene, wanted, pl.evaluate, canonical, progress, mask_classes=mask_classes, cog=cog,
+                        units="index", description=f"{canonical}: {indices.catalogue()[canonical].formula}")
+    return product, pl
+
+
+def run_raster(readers: dict[str, Reader], grid: Grid, compute: Callable[[dict[str, np.ndarray]], np.ndarray],
+               name: str, progress: Progress | None, cog: bool = False, units: str | None = None,
+               dtype: str = "float32") -> tuple[Path, RunningStats]:
+    """Like `map_scene` for plain rasters: readers on one grid -> one GeoTIFF."""
+    writer = Writer(name, grid, dtype=dtype, descriptions=[name], cog=cog, units=units)
+    stats = run_blocks(readers, grid, compute, writer, progress, name)
+    if stats.count == 0:
+        writer.discard()
+        raise InvalidInput(f"Every pixel of the {name} result is nodata.",
+                           hint="Check that the inputs overlap and hold valid values.")
+    return writer.close(), stats

@@ -1,0 +1,293 @@
+"""Windowed raster input and output: grids, aligned readers, tiled/compressed writers, running statistics.
+
+All pixel work goes block by block over a common grid, so memory stays bounded whatever the raster's
+size; rasters on another grid of the same CRS are resampled on the fly (GDAL warped VRT).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tools.errors import InvalidInput, LimitExceeded
+from tools.paths import output_path, resolve_input
+from tools.progress import Progress, report
+from tools.settings import get_settings
+
+
+@dataclass(frozen=True)
+class Grid:
+    crs: Any  # rasterio CRS or None
+    transform: Any  # affine.Affine
+    width: int
+    height: int
+
+    @property
+    def res(self) -> tuple[float, float]:
+        return abs(self.transform.a), abs(self.transform.e)
+
+    @property
+    def pixels(self) -> int:
+        return self.width * self.height
+
+    def same_as(self, other: Grid) -> bool:
+        return (self.width, self.height) == (other.width, other.height) and self.transform.almost_equals(
+            other.transform) and self.crs == other.crs
+
+
+def open_raster(path: Path | str) -> Any:
+    """rasterio.open with a clear error for a file GDAL cannot read."""
+    import rasterio
+    from rasterio.errors import RasterioIOError
+
+    p = Path(path)
+    if p.is_dir():
+        raise InvalidInput(f"{p} is a folder, not a raster file.", hint="Pass a GeoTIFF (or other GDAL raster) file.")
+    try:
+        return rasterio.open(p)
+    except RasterioIOError as exc:
+        raise InvalidInput(
+            f"{p.name} is not a raster GDAL can read ({str(exc).splitlines()[0][:200]}).",
+            hint="Pass a GeoTIFF, JPEG2000 or other GDAL-readable raster.",
+        ) from exc
+
+
+def grid_of(path: Path) -> Grid:
+    with open_raster(path) as src:
+        return Grid(src.crs, src.transform, src.width, src.height)
+
+
+def check_size(grid: Grid) -> None:
+    limit = get_settings().eo.max_pixels
+    if grid.pixels > limit:
+        raise LimitExceeded("The raster size (pixels)", grid.pixels, limit, "RESEARCH_MCP_EO__MAX_PIXELS")
+
+
+def common_grid(paths: list[Path], names: list[str] | None = None) -> Grid:
+    """The finest grid among `paths`; every raster must share its CRS."""
+    grids = [grid_of(p) for p in paths]
+    names = names or [p.name for p in paths]
+    ref = min(range(len(grids)), key=lambda i: grids[i].res[0] * grids[i].res[1])
+    for g, name in zip(grids, names, strict=True):
+        if g.crs != grids[ref].crs:
+            raise InvalidInput(
+                f"{name} is in {g.crs} but {names[ref]} is in {grids[ref].crs}: the rasters' CRS differ.",
+                hint="Reproject one of them onto the other's CRS first (e.g. gdalwarp -t_srs).",
+            )
+    check_size(grids[ref])
+    return grids[ref]
+
+
+def resolve_raster(path: str) -> Path:
+    p = resolve_input(path)
+    with open_raster(p):
+        pass
+    return p
+
+
+def block_windows(grid: Grid, block: int | None = None) -> list[Any]:
+    from rasterio.windows import Window
+
+    b = block or get_settings().eo.block_size
+    return [Window(c, r, min(b, grid.width - c), min(b, grid.height - r))
+            for r in range(0, grid.height, b) for c in range(0, grid.width, b)]
+
+
+class Reader:
+    """One band of one raster, aligned to `grid`, read per window as float64 with NaN for nodata."""
+
+    def __init__(self, path: Path, grid: Grid, band: int = 1, resampling: str = "bilinear",
+                 convert: Callable[[np.ndarray, float | None], np.ndarray] | None = None) -> None:
+        from rasterio.enums import Resampling
+        from rasterio.vrt import WarpedVRT
+
+        self.path = path
+        self.src = open_raster(path)
+        if band < 1 or band > self.src.count:
+            self.src.close()
+            raise InvalidInput(f"{path.name} has {self.src.count} band(s); band {band} does not exist.",
+                               hint="Pass a band number from 1 to the band count.")
+        self.band = band
+        self.nodata = self.src.nodata
+        self.convert = convert
+        own = Grid(self.src.crs, self.src.transform, self.src.width, self.src.height)
+        self.dataset = self.src
+        if not own.same_as(grid):
+            if own.crs != grid.crs:
+                self.src.close()
+                raise InvalidInput(f"{path.name} is in {own.crs}, not in the working grid's {grid.crs}.",
+                                   hint="Reproject it onto the same CRS first (e.g. gdalwarp -t_srs).")
+            nodata = self.nodata if self.nodata is not None else (0 if self.src.dtypes[0][0] in "iu" else math.nan)
+            self.dataset = WarpedVRT(self.src, crs=grid.crs, transform=grid.transform, width=grid.width,
+                                     height=grid.height, resampling=Resampling[resampling], src_nodata=nodata,
+                                     nodata=nodata)
+            self.nodata = nodata
+        self.dtype = np.dtype(self.src.dtypes[band - 1])
+
+    def raw(self, window: Any) -> np.ndarray:
+        return self.dataset.read(self.band, window=window)
+
+    def read(self, window: Any) -> np.ndarray:
+        raw = self.raw(window)
+        if self.convert is not None:
+            return self.convert(raw, self.nodata)
+        out = raw.astype(np.float64)
+        if self.nodata is not None:
+            out[raw == self.nodata if not math.isnan(self.nodata) else np.isnan(raw)] = np.nan
+        return out
+
+    def close(self) -> None:
+        if self.dataset is not self.src:
+            self.dataset.close()
+        self.src.close()
+
+
+class Writer:
+    """A tiled, compressed GeoTIFF (a COG on request) on `grid`, written window by window."""
+
+    def __init__(self, name: str, grid: Grid, count: int = 1, dtype: str = "float32",
+                 nodata: float | None = None, descriptions: list[str] | None = None, cog: bool = False,
+                 units: str | None = None) -> None:
+        import rasterio
+
+        self.final = output_path(name, ".tif")
+        self.cog = cog
+        self.path = self.final.with_suffix(".tmp.tif") if cog else self.final
+        if nodata is None and np.dtype(dtype).kind == "f":
+            nodata = math.nan
+        predictor = 3 if np.dtype(dtype).kind == "f" else 2
+        tile = 256 if max(grid.width, grid.height) < 4096 else 512
+        self.dataset = rasterio.open(
+            self.path, "w", driver="GTiff", width=grid.width, height=grid.height, count=count, dtype=dtype,
+            crs=grid.crs, transform=grid.transform, nodata=nodata, tiled=True, blockxsize=tile, blockysize=tile,
+            compress="deflate", predictor=predictor, zlevel=1, bigtiff="IF_SAFER", num_threads="ALL_CPUS",
+        )
+        for i, d in enumerate(descriptions or [], start=1):
+            self.dataset.set_band_description(i, d)
+        if units:
+            self.dataset.update_tags(units=units)
+        self.dtype = dtype
+        self.nodata = nodata
+
+    def write(self, array: np.ndarray, window: Any, band: int = 1) -> None:
+        if np.dtype(self.dtype).kind != "f" and self.nodata is not None:
+            array = np.where(np.isnan(array), self.nodata, array) if array.dtype.kind == "f" else array
+        self.dataset.write(array.astype(self.dtype, copy=False), band, window=window)
+
+    def tag(self, **tags: str) -> None:
+        self.dataset.update_tags(**tags)
+
+    def close(self) -> Path:
+        self.dataset.close()
+        if self.cog:
+            from rasterio.shutil import copy as rio_copy
+
+            pred = 3 if np.dtype(self.dtype).kind == "f" else 2
+            rio_copy(self.path, self.final, driver="COG", compress="DEFLATE", predictor=pred,
+                     num_threads="ALL_CPUS", bigtiff="IF_SAFER")
+            self.path.unlink()
+        return self.final
+
+    def discard(self) -> None:
+        self.dataset.close()
+        for p in {self.path, self.final}:
+            p.unlink(missing_ok=True)
+
+
+class RunningStats:
+    """Count, mean, variance (Chan et al. pairwise merge), min and max over NaN-masked blocks."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+        self.min = math.inf
+        self.max = -math.inf
+        self.total = 0
+
+    def update(self, block: np.ndarray) -> None:
+        self.total += block.size
+        v = block[np.isfinite(block)]
+        n = v.size
+        if n == 0:
+            return
+        m = float(v.mean(dtype=np.float64))
+        m2 = float(((v - m) ** 2).sum(dtype=np.float64))
+        delta = m - self.mean
+        tot = self.count + n
+        self.mean += delta * n / tot
+        self.m2 += m2 + delta * delta * self.count * n / tot
+        self.count = tot
+        self.min = min(self.min, float(v.min()))
+        self.max = max(self.max, float(v.max()))
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(self.m2 / self.count) if self.count else math.nan
+
+    def summary(self) -> dict[str, float | int | None]:
+        ok = self.count > 0
+        return {
+            "valid_pixels": self.count, "nodata_pixels": self.total - self.count,
+            "min": self.min if ok else None, "max": self.max if ok else None,
+            "mean": self.mean if ok else None, "std": self.std if ok else None,
+        }
+
+
+def run_blocks(readers: dict[str, Reader], grid: Grid, compute: Callable[[dict[str, np.ndarray]], np.ndarray],
+               writer: Writer | None, progress: Progress | None, label: str,
+               stats: RunningStats | None = None) -> RunningStats:
+    """Read every window, compute, write, keep statistics; report progress (and honour cancel) per block."""
+    stats = stats or RunningStats()
+    wins = block_windows(grid)
+    report(progress, 0, len(wins), label)
+    try:
+        for i, w in enumerate(wins, start=1):
+            arrays = {k: r.read(w) for k, r in readers.items()}
+            out = compute(arrays)
+            stats.update(out)
+            if writer is not None:
+                writer.write(out, w)
+            report(progress, i, len(wins), label)
+    except BaseException:
+        if writer is not None:
+            writer.discard()
+        raise
+    return stats
+
+
+def iter_blocks(readers: dict[str, Reader], grid: Grid, progress: Progress | None,
+                label: str) -> Iterator[tuple[Any, dict[str, np.ndarray]]]:
+    """(window, arrays) for every block, with progress and cancellation between blocks."""
+    wins = block_windows(grid)
+    report(progress, 0, len(wins), label)
+    for i, w in enumerate(wins, start=1):
+        yield w, {k: r.read(w) for k, r in readers.items()}
+        report(progress, i, len(wins), label)
+
+
+def close_all(readers: dict[str, Reader]) -> None:
+    for r in readers.values():
+        r.close()
+
+
+def pixel_area_rows(grid: Grid, row0: int, rows: int) -> np.ndarray:
+    """Area (m2) of one pixel in each of `rows` rows from `row0`: from the projected CRS's units, or on the
+    sphere of equal area (R = 6371007.2 m) for a geographic CRS."""
+    t = grid.transform
+    if grid.crs is None:
+        raise InvalidInput("The raster has no CRS, so pixel areas are unknown.",
+                           hint="Assign the raster its CRS (e.g. gdal_edit.py -a_srs EPSG:32633).")
+    if grid.crs.is_geographic:
+        r = 6371007.2
+        lat_top = t.f + t.e * (row0 + np.arange(rows))
+        lat_bot = lat_top + t.e
+        dlon = math.radians(abs(t.a))
+        return r * r * dlon * np.abs(np.sin(np.radians(lat_top)) - np.sin(np.radians(lat_bot)))
+    factor = grid.crs.linear_units_factor[1] if grid.crs.linear_units_factor else 1.0
+    return np.full(rows, abs(t.a * t.e - t.b * t.d) * factor * factor)

@@ -1,0 +1,161 @@
+"""The one LLM interface every family uses, and its OpenAI-compatible implementation.
+
+A method that needs a language model takes `llm: ChatModel | None = None`. Implementations:
+`OpenAIChat` (any OpenAI-compatible endpoint: OpenAI, vLLM, llama.cpp server, Ollama), the MCP
+layer's sampling model (the connected client's own model), and in tests a scripted HTTP endpoint that
+`OpenAIChat` talks to like any other. Configuration comes from the settings (`OPENAI_BASE_URL`,
+`OPENAI_API_KEY`, `OPENAI_MODEL` or their `RESEARCH_MCP_LLM_` forms), never from code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from tools.errors import NotConfigured, UpstreamError
+from tools.settings import LLMSettings, get_settings
+
+
+@dataclass
+class Completion:
+    """One model reply with its token accounting."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    finish_reason: str | None = None
+
+
+@dataclass
+class Message:
+    role: str
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """An async chat model: messages in, one completion out."""
+
+    name: str
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: list[str] | None = None,
+    ) -> Completion: ...
+
+
+@dataclass
+class OpenAIChat:
+    """An OpenAI-compatible chat endpoint with timeouts, retries with backoff, and a concurrency cap.
+
+    The `openai` client retries 408/409/429/5xx and connection errors with exponential backoff
+    (`max_retries`); this class adds the concurrency limit and turns final failures into
+    `UpstreamError` with the endpoint named.
+    """
+
+    base_url: str | None
+    api_key: str | None
+    model: str
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    concurrency: int = 8
+    temperature: float = 0.0
+    _client: object = field(default=None, init=False, repr=False)
+    _sem: asyncio.Semaphore | None = field(default=None, init=False, repr=False)
+    _sem_loop: object = field(default=None, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings | None = None) -> OpenAIChat:
+        """The endpoint the settings name; `NotConfigured` when none is set."""
+        s = settings or get_settings().llm
+        if not s.configured:
+            raise NotConfigured(
+                "No LLM endpoint is configured.",
+                hint="Set OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1 for a local vLLM, llama.cpp or Ollama "
+                "server) and/or OPENAI_API_KEY, and OPENAI_MODEL; or connect from a client that offers MCP sampling.",
+            )
+        return cls(
+            base_url=s.base_url,
+            api_key=s.api_key.get_secret_value() if s.api_key else "not-needed",
+            model=s.model,
+            timeout_s=s.timeout_s,
+            max_retries=s.max_retries,
+            concurrency=s.concurrency,
+            temperature=s.temperature,
+        )
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem = asyncio.Semaphore(self.concurrency)
+            self._sem_loop = loop
+            self._client = None
+        return self._sem
+
+    def _openai(self):
+        if self._client is None:
+            from openai import AsyncOpenAI
+
+            self._client = AsyncOpenAI(
+                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=self.max_retries
+            )
+        return self._client
+
+    async def complete(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        stop: list[str] | None = None,
+    ) -> Completion:
+        import openai
+
+        async with self._semaphore():
+            try:
+                resp = await self._openai().chat.completions.create(
+                    model=self.model,
+                    messages=[m.as_dict() for m in messages],
+                    max_tokens=max_tokens,
+                    temperature=self.temperature if temperature is None else temperature,
+                    stop=stop,
+                )
+            except openai.APIStatusError as exc:
+                raise UpstreamError(
+                    f"The LLM endpoint {self.base_url or 'api.openai.com'} answered HTTP {exc.status_code} "
+                    f"after {self.max_retries} retries: {exc.message}",
+                    hint="Check the model name, the key and the server's logs.",
+                ) from exc
+            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+                raise UpstreamError(
+                    f"The LLM endpoint {self.base_url or 'api.openai.com'} could not be reached "
+                    f"after {self.max_retries} retries ({type(exc).__name__}).",
+                    hint="Check OPENAI_BASE_URL and that the server is running.",
+                ) from exc
+        choice = resp.choices[0]
+        usage = resp.usage
+        return Completion(
+            text=choice.message.content or "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            model=resp.model or self.model,
+            finish_reason=choice.finish_reason,
+        )
+
+
+def resolve_llm(llm: ChatModel | None) -> ChatModel:
+    """`llm` if given, else the configured endpoint; `NotConfigured` with the fix when there is none."""
+    return llm if llm is not None else OpenAIChat.from_settings()

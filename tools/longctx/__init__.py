@@ -1,0 +1,1 @@
+"""Chunked long-context QA: split a long text, let worker models read the chunks, aggregate, and model the noise."""
