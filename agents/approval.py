@@ -32,7 +32,7 @@ def path_arguments(info: ToolInfo, args: dict[str, Any]) -> Iterator[tuple[str, 
     for name, value in args.items():
         values = value if isinstance(value, list) else [value]
         for v in values:
-            if not isinstance(v, str) or v.startswith(SAMPLE_SCHEME) or "://" in v and not v.startswith("file://"):
+            if not isinstance(v, str) or v.startswith(SAMPLE_SCHEME) or ("://" in v and not v.startswith("file://")):
                 continue
             described = str(props.get(name, {}).get("format", "")) == "path"
             if described or _looks_like_path(v) or (PATH_NAME.search(name) and ("/" in v or "." in v)):

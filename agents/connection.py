@@ -71,6 +71,13 @@ class ToolBox:
     info: dict[str, ToolInfo]
     server: str
     resources: list[str] = field(default_factory=list)
+    client: Any = None
+
+    async def read_text(self, uri: str) -> str:
+        """The text of a resource the server lists (a bundled `sample://` file)."""
+        result = await self.client.read_resource(uri)
+        contents = getattr(result, "contents", result)
+        return "".join(getattr(c, "text", "") or "" for c in contents)
 
     def get(self, name: str) -> Any:
         if name not in self.tools:
@@ -124,7 +131,7 @@ async def open_tools(target: ServerTarget) -> AsyncIterator[ToolBox]:
                 resources = [str(r.uri) for r in await adapter.client.list_resources()]
             except Exception:  # a server without resources is still usable
                 resources = []
-            yield ToolBox(tools=tools, info=info, server=target.label, resources=resources)
+            yield ToolBox(tools=tools, info=info, server=target.label, resources=resources, client=adapter.client)
     finally:
         close = getattr(transport, "close", None)
         if close is not None:

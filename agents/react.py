@@ -80,6 +80,7 @@ async def ask(
     question: str | None,
     *,
     target: ServerTarget | None = None,
+    session: Any = None,
     thread_id: str | None = None,
     resume: bool = False,
     approval: ApprovalMode = "ask",
@@ -91,14 +92,15 @@ async def ask(
     from agents.model import chat_model
 
     llm = model or chat_model()
-    out = output_dir()
-    target = target or ServerTarget()
+    target = session.target if session is not None else (target or ServerTarget())
+    out = session.out if session is not None else output_dir()
     cwd = Path(target.cwd or os.getcwd())
 
     async def build(box: ToolBox, saver: Any) -> Any:
         return build_agent(box, llm, saver, out=out, cwd=cwd)
 
     inputs = {"messages": [{"role": "user", "content": question}]} if question else None
-    return await run_graph(build, inputs, kind="react", question=question, target=target, thread_id=thread_id,
+    return await run_graph(build, inputs, kind="react", question=question, target=target, session=session,
+                           thread_id=thread_id,
                            resume=resume, approval=approval, console=console, answer_of=final_answer,
                            model_name=getattr(llm, "model_name", None), recursion_limit=2 * max_steps + 5)

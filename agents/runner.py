@@ -11,6 +11,7 @@ they finish and the whole run is recorded by `RunTrace`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import uuid
@@ -153,13 +154,34 @@ async def checkpointer(db: Path):
         yield saver
 
 
+@dataclass
+class Session:
+    """An open MCP session and checkpointer that several runs may share."""
+
+    box: ToolBox
+    saver: Any
+    target: ServerTarget
+    out: Path
+
+
+@contextlib.asynccontextmanager
+async def open_session(target: ServerTarget, out: Path | None = None):
+    """Connect to `target` and open the checkpoint database, for one or many runs."""
+    out = out or output_dir()
+    if not target.url and target.log_file is None:  # the server's own log goes to a file, not the terminal
+        target = dataclasses.replace(target, log_file=runs_dir(out) / "server.log")
+    async with open_tools(target) as box, checkpointer(runs_dir(out) / "checkpoints.sqlite") as saver:
+        yield Session(box=box, saver=saver, target=target, out=out)
+
+
 async def run_graph(
     build: GraphBuilder,
     inputs: dict[str, Any] | None,
     *,
     kind: str,
     question: str | None,
-    target: ServerTarget,
+    target: ServerTarget | None = None,
+    session: Session | None = None,
     thread_id: str | None = None,
     resume: bool = False,
     approval: ApprovalMode = "ask",
@@ -167,15 +189,20 @@ async def run_graph(
     answer_of: Callable[[dict[str, Any]], str | None] | None = None,
     model_name: str | None = None,
     recursion_limit: int = 60,
-    out: Path | None = None,
     meta: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Run (or with `resume`, continue) the graph `build` makes, durably, on `target`'s tools."""
+    """Run (or with `resume`, continue) the graph `build` makes, durably, on the tools of `session`
+    (or of a session opened on `target` for this run only)."""
+    if session is None:
+        async with open_session(target or ServerTarget()) as own:
+            return await run_graph(build, inputs, kind=kind, question=question, session=own, thread_id=thread_id,
+                                   resume=resume, approval=approval, console=console, answer_of=answer_of,
+                                   model_name=model_name, recursion_limit=recursion_limit, meta=meta)
     console = console or Console(stderr=True)
     thread_id = thread_id or uuid.uuid4().hex[:12]
-    out = out or output_dir()
+    out = session.out
     trace = RunTrace(trace_path(thread_id, out), thread_id=thread_id, kind=kind, question=question,
-                     model=model_name, server=target.label)
+                     model=model_name, server=session.target.label)
     if meta:
         trace.data.setdefault("options", {}).update(meta)
     config = {"configurable": {"thread_id": thread_id}, "callbacks": [trace], "recursion_limit": recursion_limit}
@@ -183,22 +210,21 @@ async def run_graph(
     values: dict[str, Any] = {}
     pending: list[Any] = []
     try:
-        async with open_tools(target) as box, checkpointer(runs_dir(out) / "checkpoints.sqlite") as saver:
-            graph = await build(box, saver)
-            if resume:
-                snap = await graph.aget_state(config)
-                if not snap.values and not snap.next:
-                    from tools.errors import NotFound
+        graph = await build(session.box, session.saver)
+        if resume:
+            snap = await graph.aget_state(config)
+            if not snap.values and not snap.next:
+                from tools.errors import NotFound
 
-                    raise NotFound(f"No checkpointed run has thread id {thread_id!r}.",
-                                   hint=f"Thread ids are the names of the files in {runs_dir(out)}.")
-                first: Any = None
-            else:
-                first = inputs
-            console.print(f"[dim]thread {thread_id} · {kind} · {target.label}[/]")
-            status, snap, pending = await drive(graph, first, config, console=console,
-                                                approver=approver_for(approval, console))
-            values = dict(snap.values)
+                raise NotFound(f"No checkpointed run has thread id {thread_id!r}.",
+                               hint=f"Thread ids are the names of the files in {runs_dir(out)}.")
+            first: Any = None
+        else:
+            first = inputs
+        console.print(f"[dim]thread {thread_id} · {kind} · {session.target.label}[/]")
+        status, snap, pending = await drive(graph, first, config, console=console,
+                                            approver=approver_for(approval, console))
+        values = dict(snap.values)
     finally:
         answer = answer_of(values) if (answer_of and values) else None
         trace.finish(status, messages=values.get("messages"), answer=answer,

@@ -70,6 +70,9 @@ class RunTrace(AsyncCallbackHandler):
                     self.data.update({k: v for k, v in old.items() if k in self.data and v is not None})
             except (OSError, json.JSONDecodeError):
                 pass
+        for seg in self.data["segments"]:
+            if seg.get("status") == "running":  # that process ended without closing its segment (killed)
+                seg["status"] = "killed"
         self.segment = len(self.data["segments"])
         self.data["segments"].append({"index": self.segment, "started": _now(), "ended": None, "status": "running",
                                       "seconds": None})
@@ -97,6 +100,7 @@ class RunTrace(AsyncCallbackHandler):
         rec["seconds"] = round(time.perf_counter() - rec.pop("_t"), 4)
         rec.update(status=status, result=text[:RESULT_CHARS], structured_content=structured, id=call_id)
         self.data["tool_calls"].append(rec)
+        self.save()  # after every tool call, so a killed run's finished calls stay on record
 
     async def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         artifact = getattr(output, "artifact", None)

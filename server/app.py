@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from server.registry import adapt, annotations_for, load_specs
 from server.resources import sample_resources
 from server.sampling import chat_model_for
+from tools.settings import get_settings
 
 INSTRUCTIONS = """\
 research-mcp: research methods as tools.
@@ -29,7 +30,7 @@ def _version() -> str:
         return "0"
 
 
-def build_server(families: list[str] | None = None, *, log_level: str = "INFO") -> MCPServer:
+def build_server(families: list[str] | None = None, *, log_level: str | None = None) -> MCPServer:
     """A server with the tools of `families` (all by default) and the bundled samples as resources."""
     server = MCPServer(
         name="research-mcp",
@@ -38,7 +39,7 @@ def build_server(families: list[str] | None = None, *, log_level: str = "INFO") 
         version=_version(),
         resources=sample_resources(),
         warn_on_duplicate_tools=True,
-        log_level=log_level,
+        log_level=(log_level or get_settings().log_level).upper(),
     )
     for spec in load_specs(families):
         server.add_tool(

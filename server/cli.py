@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -27,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("tool", help="tool name, e.g. graph_solve")
     c.add_argument("arguments", nargs="?", default="{}", help="arguments as a JSON object, or @file.json")
 
+    d = sub.add_parser("demo", help="call one tool of every family on the bundled samples over a stdio session")
+    d.add_argument("--family", action="append", help="only these families (repeatable)")
+
     a = sub.add_parser("agent", help="run an agent or workflow over the tools", add_help=False)
     a.add_argument("rest", nargs=argparse.REMAINDER)
     e = sub.add_parser("eval", help=EVAL_HELP, add_help=False)
@@ -48,20 +52,20 @@ def _list_tools(as_json: bool) -> int:
 
     tools = anyio.run(fetch)
     if as_json:
-        print(json.dumps([
-            {"name": t.name, "title": t.title, "description": t.description, "input_schema": t.input_schema,
-             "output_schema": t.output_schema,
-             "annotations": t.annotations.model_dump(exclude_none=True) if t.annotations else None}
-            for t in tools
-        ], indent=2))
+        print(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], indent=2))
         return 0
     table = Table(title=f"research-mcp: {len(tools)} tools")
     table.add_column("tool", style="bold cyan", no_wrap=True)
     table.add_column("what it does")
     for t in tools:
-        table.add_row(t.name, (t.description or "").strip().splitlines()[0] if t.description else "")
+        table.add_row(t.name, summary_line(t.description or ""))
     Console().print(table)
     return 0
+
+
+def summary_line(description: str) -> str:
+    """The first paragraph of a tool description, on one line."""
+    return " ".join(description.strip().split("\n\n")[0].split())
 
 
 def _load_arguments(text: str) -> dict[str, Any]:
@@ -112,6 +116,63 @@ def _call(tool: str, arguments: str) -> int:
     return 0
 
 
+def _brief(result: Any) -> str:
+    """The scalar fields of a structured result on one line (lists and nested objects summarised)."""
+    if not isinstance(result, dict):
+        return str(result)[:200]
+    parts = []
+    for key, value in result.items():
+        if isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 90):
+            parts.append(f"{key}={value}")
+        elif isinstance(value, list):
+            parts.append(f"{key}=[{len(value)} items]" if len(str(value)) > 90 else f"{key}={value}")
+        elif isinstance(value, dict) and len(str(value)) <= 90:
+            parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+def _demo(families: list[str] | None) -> int:
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from rich.console import Console
+
+    from server.examples import EXAMPLES
+    from tools.paths import output_dir
+
+    console = Console()
+    examples = [e for e in EXAMPLES if not families or e.family in families]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "server", "serve"],
+                                   env=dict(os.environ) | {"RESEARCH_MCP_LOG_LEVEL": "WARNING"})
+
+    async def run() -> list[dict[str, Any]]:
+        records = []
+        async with Client(params) as client:
+            tools = (await client.list_tools()).tools
+            resources = (await client.list_resources()).resources
+            console.print(f"[bold]research-mcp[/] over stdio: {len(tools)} tools, {len(resources)} sample resources")
+            for ex in examples:
+                with console.status(f"{ex.tool}: {ex.what}"):
+                    result = await client.call_tool(ex.tool, ex.arguments)
+                text = (json.dumps(result.structured_content, default=str) if not result.is_error
+                        else " ".join(getattr(c, "text", "") for c in result.content))
+                records.append({"tool": ex.tool, "what": ex.what, "arguments": ex.arguments,
+                                "ok": not result.is_error, "result": result.structured_content or text})
+        return records
+
+    records = anyio.run(run)
+    from rich.markup import escape
+
+    for r in records:
+        mark = "[green]ok[/]" if r["ok"] else "[red]error[/]"
+        console.print(f"{mark} [bold cyan]{r['tool']}[/]: {r['what']}")
+        console.print("    " + escape(_brief(r["result"]) if r["ok"] else str(r["result"])), soft_wrap=True)
+    report = output_dir() / "demo.json"
+    report.write_text(json.dumps(records, indent=2, default=str), encoding="utf-8")
+    failed = [r["tool"] for r in records if not r["ok"]]
+    console.print(f"Full results: {report}" + (f"\n[red]failed: {', '.join(failed)}[/]" if failed else ""))
+    return 1 if failed else 0
+
+
 def _serve(http: bool, host: str | None, port: int | None) -> int:
     from server.app import build_server
     from tools.settings import get_settings
@@ -145,6 +206,9 @@ def _delegate(module: str, argv: list[str], what: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "agent":  # REMAINDER does not take leading options (--resume, --workflow...)
+        return _delegate("agents.cli", argv[1:], "agent runner")
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args.http, args.host, args.port)
@@ -152,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         return _list_tools(args.json)
     if args.command == "call":
         return _call(args.tool, args.arguments)
+    if args.command == "demo":
+        return _demo(args.family)
     if args.command == "agent":
         return _delegate("agents.cli", args.rest, "agent runner")
     if args.command == "eval":

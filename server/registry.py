@@ -14,6 +14,7 @@ import importlib
 import inspect
 import logging
 import pkgutil
+import time
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -26,9 +27,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
 import tools
-from tools.errors import ResearchError
+from tools.errors import LimitExceeded, ResearchError
 from tools.llm import ChatModel
 from tools.progress import Progress
+from tools.settings import get_settings
 from tools.spec import ToolSpec
 
 logger = logging.getLogger("research_mcp")
@@ -85,12 +87,17 @@ def adapt(spec: ToolSpec, llm_factory: LLMFactory) -> Callable[..., Any]:
 
     async def call(**kwargs: Any) -> Any:
         ctx: Context = kwargs.pop("ctx")
+        started = time.perf_counter()
         try:
             if wants["llm"]:
                 kwargs["llm"] = llm_factory(ctx)
             if is_async:
-                return await _call_async(fn, kwargs, ctx, wants["progress"])
-            return await _call_in_thread(fn, kwargs, ctx, wants["progress"])
+                result = await _call_async(fn, kwargs, ctx, wants["progress"])
+            else:
+                result = await _call_in_thread(fn, kwargs, ctx, wants["progress"])
+            _check_size(fn.__name__, result)
+            logger.info("tool %s finished in %.3f s", fn.__name__, time.perf_counter() - started)
+            return result
         except ResearchError as exc:
             raise ToolError(_error_text(exc)) from exc
         except (ToolError, anyio.get_cancelled_exc_class()):
@@ -104,10 +111,29 @@ def adapt(spec: ToolSpec, llm_factory: LLMFactory) -> Callable[..., Any]:
 
     call.__name__ = fn.__name__
     call.__qualname__ = fn.__qualname__
-    call.__doc__ = inspect.getdoc(fn)
+    call.__doc__ = "\n\n".join(filter(None, [inspect.getdoc(fn), bounds_text(fn.__name__.split("_")[0])]))
     call.__signature__ = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
     call.__annotations__ = {p.name: p.annotation for p in params} | {"return": hints.get("return")}
     return call
+
+
+def _check_size(name: str, result: Any) -> None:
+    """Refuse results too large for a client to take in one message; the tool should write a file."""
+    limit = get_settings().max_result_chars
+    size = len(result.model_dump_json()) if hasattr(result, "model_dump_json") else len(str(result))
+    if size > limit:
+        raise LimitExceeded(f"The result of {name} ({size:,} characters)", size, limit,
+                            "RESEARCH_MCP_MAX_RESULT_CHARS")
+
+
+def bounds_text(family: str) -> str:
+    """The family's bounds as a line for tool descriptions."""
+    limits = getattr(get_settings(), family, None)
+    if limits is None or not hasattr(limits, "model_dump"):
+        return ""
+    prefix = f"RESEARCH_MCP_{family.upper()}__"
+    items = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in limits.model_dump().items())
+    return f"Bounds: {items} (set with {prefix}<NAME>)."
 
 
 async def _call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context, wants_progress: bool) -> Any:
@@ -136,4 +162,8 @@ async def _call_async(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Conte
             tg.start_soon(ctx.report_progress, done, total, message)
 
         kwargs["progress"] = Progress(send)
-        return await fn(**kwargs)
+        try:
+            return await fn(**kwargs)
+        except ResearchError as exc:  # raised outside the task group, so it is not wrapped in an ExceptionGroup
+            error = exc
+    raise error

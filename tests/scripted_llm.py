@@ -36,15 +36,21 @@ class ScriptedLLM:
     """Serve `/v1/chat/completions` (and `/v1/models`) from a rule, with optional latency and faults.
 
     `faults` is a list of HTTP status codes (or "timeout") served, in order, before normal replies:
-    `[429, 500]` makes the first two requests fail. `latency_s` delays every reply.
+    `[429, 500]` makes the first two requests fail. `latency_s` delays every reply. A "timeout" fault
+    holds the request unanswered for `stall_s` seconds (released at once when the server closes).
+    `retry_after_s`, when set, is sent with each fault status as `Retry-After` and `retry-after-ms`,
+    which the `openai` client honours instead of its own backoff.
     """
 
     def __init__(self, rule: Rule, *, latency_s: float = 0.0, faults: list[int | str] | None = None,
-                 model: str = "scripted") -> None:
+                 model: str = "scripted", retry_after_s: float | None = None, stall_s: float = 30.0) -> None:
         self.rule = rule
         self.latency_s = latency_s
         self.faults = list(faults or [])
         self.model = model
+        self.retry_after_s = retry_after_s
+        self.stall_s = stall_s
+        self._closing = threading.Event()
         self.requests: list[dict[str, Any]] = []
         self.active = 0
         self.max_active = 0
@@ -69,6 +75,9 @@ class ScriptedLLM:
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
+                if status >= 400 and outer.retry_after_s is not None:
+                    self.send_header("Retry-After", str(max(1, round(outer.retry_after_s))))
+                    self.send_header("retry-after-ms", str(int(outer.retry_after_s * 1000)))
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -93,7 +102,8 @@ class ScriptedLLM:
                     outer.max_active = max(outer.max_active, outer.active)
                 try:
                     if fault == "timeout":
-                        time.sleep(30)
+                        outer._closing.wait(outer.stall_s)
+                        self.close_connection = True
                         return
                     if fault is not None:
                         self._send(int(fault), {"error": {"message": f"scripted fault {fault}", "type": "fault"}})
@@ -125,6 +135,7 @@ class ScriptedLLM:
                     with outer._lock:
                         outer.active -= 1
 
+        self._closing.clear()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -133,5 +144,6 @@ class ScriptedLLM:
 
     def __exit__(self, *exc: object) -> None:
         assert self._server is not None
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()

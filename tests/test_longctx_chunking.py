@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 
 import pytest
@@ -59,19 +60,20 @@ def test_approx_error_bound_on_prose() -> None:
 def _check_cover(text: str, chunks, budget: int, overlap: int, tok) -> None:
     assert chunks[0].start == 0
     assert chunks[-1].end == len(text)
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         assert a.start < b.start <= a.end  # progress and no gap
     for c in chunks:
         assert c.text == text[c.start:c.end]
-        assert c.tokens == tok.count(c.text) <= budget
+        assert c.tokens == tok.count(c.text)
+        assert c.tokens <= budget or len(c.text) == 1
     covered = [False] * len(text)
     for c in chunks:
         covered[c.start:c.end] = [True] * (c.end - c.start)
     assert all(covered)
     if overlap == 0:
-        assert all(a.end == b.start for a, b in zip(chunks, chunks[1:], strict=False))
+        assert all(a.end == b.start for a, b in itertools.pairwise(chunks))
     offs = tok.offsets(text)
-    for a, b in zip(chunks, chunks[1:], strict=False):
+    for a, b in itertools.pairwise(chunks):
         shared = tokens_before(offs, a.end) - tokens_before(offs, b.start)
         assert shared <= overlap
 
@@ -130,7 +132,8 @@ def test_released_splitter_drop_is_not_reproduced() -> None:
     assert released_end < len(text)
     chunks = chunk_text(text, 2000, 200, CL100K)
     assert chunks[-1].end == len(text)
-    assert text[released_end:] in chunks[-1].text or text[released_end:] in "".join(c.text for c in chunks[-3:])
+    tail = range(released_end, len(text))
+    assert all(any(c.start <= i < c.end for c in chunks[-4:]) for i in tail)
 
 
 def test_cuts_prefer_paragraphs_then_sentences() -> None:

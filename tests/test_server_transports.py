@@ -62,9 +62,11 @@ def http_server():
 
 
 async def test_http_with_the_right_token(http_server) -> None:
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
-        async with Client(streamable_http_client(http_server, http_client=http)) as client:
-            await _exercise(client)
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(http_server, http_client=http)) as client,
+    ):
+        await _exercise(client)
 
 
 def test_http_refuses_a_wrong_or_missing_token(http_server) -> None:

@@ -105,6 +105,12 @@ class OpenAIChat:
             self._client = None
         return self._sem
 
+    async def aclose(self) -> None:
+        """Close the HTTP client of the running event loop (call before that loop ends)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()  # type: ignore[attr-defined]
+
     def _openai(self):
         if self._client is None:
             from openai import AsyncOpenAI
@@ -126,12 +132,13 @@ class OpenAIChat:
 
         async with self._semaphore():
             try:
+                # Unset options are left out rather than sent as null, which some servers reject.
+                options = {k: v for k, v in (("max_tokens", max_tokens), ("stop", stop)) if v is not None}
                 resp = await self._openai().chat.completions.create(
                     model=self.model,
                     messages=[m.as_dict() for m in messages],
-                    max_tokens=max_tokens,
                     temperature=self.temperature if temperature is None else temperature,
-                    stop=stop,
+                    **options,
                 )
             except openai.APIStatusError as exc:
                 raise UpstreamError(

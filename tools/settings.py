@@ -54,6 +54,7 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra Host header values the HTTP server accepts (JSON list, e.g. [\"mcp.example.org\"]).",
     )
+    log_level: str = Field("INFO", description="Server log level (DEBUG, INFO, WARNING, ERROR); logs go to stderr.")
     max_result_chars: int = Field(200_000, description="Largest tool result text; bigger results go to files.")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     graph: GraphLimits = Field(default_factory=GraphLimits)

@@ -127,7 +127,9 @@ def check_protein(sequence: str) -> str:
     if not seq:
         raise InvalidInput("Empty protein sequence.", hint="Give the amino-acid sequence in one-letter codes.")
     if len(seq) > limits.max_protein_length:
-        raise LimitExceeded("Protein length", len(seq), limits.max_protein_length, "RESEARCH_MCP_DTI__MAX_PROTEIN_LENGTH")
+        raise LimitExceeded(
+            "Protein length", len(seq), limits.max_protein_length, "RESEARCH_MCP_DTI__MAX_PROTEIN_LENGTH"
+        )
     if len(seq) < limits.min_protein_length:
         raise InvalidInput(
             f"Protein sequence {seq!r} has {len(seq)} residues, fewer than {limits.min_protein_length}.",

@@ -23,13 +23,29 @@ PROTEIN_MAX_TOKENS = 1000
 
 # Fast RDKit descriptors (C++ calls), in this order.
 DESCRIPTOR_NAMES = (
-    "exact_mol_wt", "tpsa", "lipinski_hbd", "lipinski_hba", "rotatable_bonds", "rings", "aromatic_rings",
-    "aliphatic_rings", "saturated_rings", "fraction_csp3", "heavy_atoms", "heteroatoms", "labute_asa",
-    "amide_bonds", "formal_charge", "stereocenters", "heterocycles", "bridgehead_atoms", "spiro_atoms",
+    "exact_mol_wt",
+    "tpsa",
+    "lipinski_hbd",
+    "lipinski_hba",
+    "rotatable_bonds",
+    "rings",
+    "aromatic_rings",
+    "aliphatic_rings",
+    "saturated_rings",
+    "fraction_csp3",
+    "heavy_atoms",
+    "heteroatoms",
+    "labute_asa",
+    "amide_bonds",
+    "formal_charge",
+    "stereocenters",
+    "heterocycles",
+    "bridgehead_atoms",
+    "spiro_atoms",
 )
 
 _SMILES_TOKEN = re.compile(r"Cl|Br|[A-Za-z]|\d|[()\[\]=#\-+/\\@%.:*$~]")
-SMILES_VOCAB = ["<pad>", "<unk>"] + list("CNOSPFIBHcnospbKL") + ["Cl", "Br"] + list("0123456789()[]=#-+/\\@%.:")
+SMILES_VOCAB = ["<pad>", "<unk>", *list("CNOSPFIBHcnospbKL"), "Cl", "Br", *list("0123456789()[]=#-+/\\@%.:")]
 _SMILES_INDEX = {t: i for i, t in enumerate(SMILES_VOCAB)}
 
 PROTEIN_VOCAB = ["<pad>", *AMINO_ACIDS, "X"]
@@ -70,12 +86,25 @@ def _descriptors(mol: Any) -> np.ndarray:
 
     return np.array(
         [
-            D.CalcExactMolWt(mol), D.CalcTPSA(mol), D.CalcNumLipinskiHBD(mol), D.CalcNumLipinskiHBA(mol),
-            D.CalcNumRotatableBonds(mol, D.NumRotatableBondsOptions.NonStrict), D.CalcNumRings(mol),
-            D.CalcNumAromaticRings(mol), D.CalcNumAliphaticRings(mol), D.CalcNumSaturatedRings(mol),
-            D.CalcFractionCSP3(mol), mol.GetNumHeavyAtoms(), D.CalcNumHeteroatoms(mol), D.CalcLabuteASA(mol),
-            D.CalcNumAmideBonds(mol), Chem.GetFormalCharge(mol), D.CalcNumAtomStereoCenters(mol),
-            D.CalcNumHeterocycles(mol), D.CalcNumBridgeheadAtoms(mol), D.CalcNumSpiroAtoms(mol),
+            D.CalcExactMolWt(mol),
+            D.CalcTPSA(mol),
+            D.CalcNumLipinskiHBD(mol),
+            D.CalcNumLipinskiHBA(mol),
+            D.CalcNumRotatableBonds(mol, D.NumRotatableBondsOptions.NonStrict),
+            D.CalcNumRings(mol),
+            D.CalcNumAromaticRings(mol),
+            D.CalcNumAliphaticRings(mol),
+            D.CalcNumSaturatedRings(mol),
+            D.CalcFractionCSP3(mol),
+            mol.GetNumHeavyAtoms(),
+            D.CalcNumHeteroatoms(mol),
+            D.CalcLabuteASA(mol),
+            D.CalcNumAmideBonds(mol),
+            Chem.GetFormalCharge(mol),
+            D.CalcNumAtomStereoCenters(mol),
+            D.CalcNumHeterocycles(mol),
+            D.CalcNumBridgeheadAtoms(mol),
+            D.CalcNumSpiroAtoms(mol),
         ],
         dtype=np.float32,
     )

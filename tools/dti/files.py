@@ -36,7 +36,7 @@ class RawRecord:
 def _open_text(path: Path) -> io.TextIOBase:
     if path.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace", newline="")  # noqa: SIM115
+    return open(path, encoding="utf-8", errors="replace", newline="")
 
 
 def file_kind(path: Path) -> str:
@@ -60,7 +60,9 @@ def _check_size(path: Path) -> None:
     limits = get_settings().dti
     mb = path.stat().st_size / 1e6
     if mb > limits.max_file_mb:
-        raise LimitExceeded(f"File size of {path.name} (MB)", round(mb, 1), limits.max_file_mb, "RESEARCH_MCP_DTI__MAX_FILE_MB")
+        raise LimitExceeded(
+            f"File size of {path.name} (MB)", round(mb, 1), limits.max_file_mb, "RESEARCH_MCP_DTI__MAX_FILE_MB"
+        )
 
 
 def _bounded(rows: Iterable[RawRecord], what: str) -> list[RawRecord]:
@@ -68,8 +70,9 @@ def _bounded(rows: Iterable[RawRecord], what: str) -> list[RawRecord]:
     out: list[RawRecord] = []
     for r in rows:
         if len(out) >= limit:
-            raise LimitExceeded(f"Rows in {what} (counting stopped at the limit)", limit + 1, limit,
-                                "RESEARCH_MCP_DTI__MAX_FILE_ROWS")
+            raise LimitExceeded(
+                f"Rows in {what} (counting stopped at the limit)", limit + 1, limit, "RESEARCH_MCP_DTI__MAX_FILE_ROWS"
+            )
         out.append(r)
     return out
 
@@ -86,7 +89,9 @@ def _iter_table(path: Path, delimiter: str) -> Iterator[dict[str, str]]:
     with _open_text(path) as fh:
         reader = csv.DictReader(fh, delimiter=delimiter)
         if not reader.fieldnames:
-            raise InvalidInput(f"{path.name} is empty or has no header row.", hint="The first row must name the columns.")
+            raise InvalidInput(
+                f"{path.name} is empty or has no header row.", hint="The first row must name the columns."
+            )
         yield from reader
 
 

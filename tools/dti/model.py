@@ -20,9 +20,7 @@ from tools.dti.features import (
     DESCRIPTOR_NAMES,
     ECFP_BITS,
     PROTEIN_COMPOSITION_DIM,
-    PROTEIN_MAX_TOKENS,
     PROTEIN_VOCAB,
-    SMILES_MAX_TOKENS,
     SMILES_VOCAB,
 )
 
@@ -52,32 +50,51 @@ class MLPEncoder(nn.Module):
     def __init__(self, n_in: int, hidden: int, dim: int, dropout: float, standardize: bool) -> None:
         super().__init__()
         self.norm = _Standardize(n_in) if standardize else nn.Identity()
-        self.net = nn.Sequential(
-            nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, dim)
-        )
+        self.net = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(self.norm(x))
 
 
 class CNNEncoder(nn.Module):
-    """Token embedding, two strided 1-D convolutions, global max pooling, projection."""
+    """A one-layer 1-D CNN over tokens with global max and mean pooling, then an MLP.
 
-    def __init__(self, vocab: int, emb: int, channels: int, k1: int, s1: int, k2: int, dim: int) -> None:
+    The convolution has width n and stride 1; its filter response to each window is read from a table
+    indexed by the window's n-gram (a `nn.Conv1d` on one-hot tokens is the special case where the table
+    is a sum of per-position terms), followed by ReLU. Windows that reach into padding map to a fixed
+    zero row, so they never win the max and are left out of the mean. In training, sequences longer
+    than `crop` are cut to a random window (global pooling makes the encoder length-agnostic).
+    """
+
+    def __init__(self, vocab: int, n: int, channels: int, dim: int, crop: int | None = None) -> None:
         super().__init__()
-        self.emb = nn.Embedding(vocab, emb, padding_idx=0)
-        self.conv1 = nn.Conv1d(emb, channels, k1, stride=s1)
-        self.conv2 = nn.Conv1d(channels, channels, k2)
-        self.proj = nn.Linear(channels, dim)
+        self.vocab, self.n = vocab, n
+        self.pad_id = vocab**n
+        self.gram = nn.Embedding(vocab**n + 1, channels, padding_idx=self.pad_id)
+        self.proj = nn.Sequential(nn.Linear(2 * channels, 2 * channels), nn.ReLU(), nn.Linear(2 * channels, dim))
+        self.crop = crop
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        length = int((tokens != 0).sum(1).max().item()) if tokens.numel() else 1
-        need = self.conv1.kernel_size[0] + self.conv1.stride[0] * (self.conv2.kernel_size[0] - 1)
-        tokens = tokens[:, : max(length, need)]
-        h = self.emb(tokens).transpose(1, 2)
-        h = F.relu(self.conv1(h))
-        h = F.relu(self.conv2(h))
-        return self.proj(h.max(dim=2).values)
+        lengths = (tokens != 0).sum(1)
+        length = int(lengths.max().item()) if tokens.numel() else 1
+        tokens = tokens[:, : max(length, self.n)]
+        if self.training and self.crop is not None and tokens.shape[1] > self.crop:
+            room = (lengths - self.crop).clamp_min(0)
+            offset = (torch.rand(len(tokens)) * (room + 1).float()).long()
+            idx = offset[:, None] + torch.arange(self.crop)[None, :]
+            tokens = tokens.gather(1, idx)
+            lengths = lengths.clamp_max(self.crop)
+        windows = tokens.unfold(1, self.n, 1)  # (b, positions, n)
+        ids = torch.zeros_like(windows[..., 0])
+        for i in range(self.n):
+            ids = ids * self.vocab + windows[..., i]
+        n_valid = (lengths - self.n + 1).clamp_min(1)
+        valid = torch.arange(ids.shape[1])[None, :] < n_valid[:, None]
+        ids = torch.where(valid, ids, torch.full_like(ids, self.pad_id))
+        h = F.relu(self.gram(ids))  # (b, positions, channels); padded windows are exactly 0
+        hmax = h.max(dim=1).values
+        hmean = h.sum(1) / n_valid[:, None].float()
+        return self.proj(torch.cat([hmax, hmean], dim=1))
 
 
 class DTIModel(nn.Module):
@@ -94,9 +111,9 @@ class DTIModel(nn.Module):
         if "drug_descriptors" in self.modalities:
             enc["drug_descriptors"] = MLPEncoder(len(DESCRIPTOR_NAMES), 64, dim, dropout, standardize=True)
         if "drug_smiles" in self.modalities:
-            enc["drug_smiles"] = CNNEncoder(len(SMILES_VOCAB), 24, 64, 6, 2, 5, dim)
+            enc["drug_smiles"] = CNNEncoder(len(SMILES_VOCAB), 2, 32, dim)
         if "protein_sequence" in self.modalities:
-            enc["protein_sequence"] = CNNEncoder(len(PROTEIN_VOCAB), 16, 64, 8, 4, 5, dim)
+            enc["protein_sequence"] = CNNEncoder(len(PROTEIN_VOCAB), 3, 32, dim, crop=256)
         if "protein_composition" in self.modalities:
             enc["protein_composition"] = MLPEncoder(PROTEIN_COMPOSITION_DIM, 128, dim, dropout, standardize=True)
         self.encoders = nn.ModuleDict(enc)
@@ -182,8 +199,15 @@ class AdaptiveModalityDropout:
     modality are always kept. With `adaptive=False` every modality is dropped with p_base.
     """
 
-    def __init__(self, drug: Sequence[str], protein: Sequence[str], p_base: float = 0.15, p_max: float = 0.5,
-                 adaptive: bool = True, momentum: float = 0.9) -> None:
+    def __init__(
+        self,
+        drug: Sequence[str],
+        protein: Sequence[str],
+        p_base: float = 0.15,
+        p_max: float = 0.5,
+        adaptive: bool = True,
+        momentum: float = 0.9,
+    ) -> None:
         self.drug = tuple(drug)
         self.protein = tuple(protein)
         self.names = self.drug + self.protein

@@ -17,7 +17,7 @@ import numpy as np
 
 from tools.dti.chem import try_check_protein, try_parse_smiles
 from tools.dti.features import drug_features, protein_features, stack_drugs
-from tools.dti.model import MODALITIES
+from tools.dti.model import INPUT_OF, MODALITIES
 
 ProgressFn = Callable[[float, float, str], None]
 
@@ -28,15 +28,16 @@ class TrainConfig:
 
     dim: int = 64
     modalities: tuple[str, ...] = MODALITIES
-    pretrain_epochs: int = 2
-    epochs: int = 10
-    batch_size: int = 512
+    pretrain_epochs: int = 4
+    epochs: int = 20
+    batch_size: int = 2048
     pretrain_batch_size: int = 256
-    lr: float = 2e-3
+    lr: float = 3e-3
     weight_decay: float = 1e-5
     gram_weight: float = 0.1
     temperature: float = 0.1
     modality_dropout: str = "adaptive"  # adaptive | uniform | none
+    freeze_sequence_encoders: bool = True
     dropout_base: float = 0.15
     activity_weight: float = 0.2
     seed: int = 0
@@ -167,78 +168,116 @@ def fit(
     model.activity_std = act_std  # type: ignore[attr-defined]
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     drop = AdaptiveModalityDropout(
-        model.drug_modalities, model.protein_modalities, p_base=cfg.dropout_base,
+        model.drug_modalities,
+        model.protein_modalities,
+        p_base=cfg.dropout_base,
         adaptive=cfg.modality_dropout == "adaptive",
     )
     use_drop = cfg.modality_dropout != "none"
     temperature = cfg.temperature
     pos = np.flatnonzero(labelled & (np.nan_to_num(pairs.y) > 0.5))
     lab = np.flatnonzero(labelled | (~np.isnan(pairs.activity) if has_act else False))
-    pre_steps = math.ceil(len(pos) / cfg.pretrain_batch_size) * cfg.pretrain_epochs if cfg.gram_weight > 0 else 0
+    pre_steps = math.ceil(len(pos) / cfg.pretrain_batch_size) * cfg.pretrain_epochs
     ft_steps = math.ceil(len(lab) / cfg.batch_size) * cfg.epochs
     total = pre_steps + ft_steps
     history: dict[str, Any] = {"pretrain_loss": [], "loss": [], "dropout_p": [], "seconds": 0.0}
     step = 0
     t0 = time.time()
 
+    cached: dict[str, Any] = {}  # frozen sequence encoders' outputs per table row (stage 2)
+
+    def embed_side(table: dict[str, np.ndarray], rows: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
+        idx = torch.from_numpy(rows)
+        live = [m for m in names if m not in cached]
+        out = model.embed(_inputs(torch, table, rows), live) if live else {}
+        for m in names:
+            if m in cached:
+                out[m] = model.norms[m](cached[m][idx])
+        return {m: out[m] for m in names}
+
     def encode(batch_d: np.ndarray, batch_p: np.ndarray) -> tuple[dict, dict, np.ndarray, np.ndarray]:
         ud, dinv = np.unique(batch_d, return_inverse=True)
         up, pinv = np.unique(batch_p, return_inverse=True)
-        de = model.embed(_inputs(torch, tables.drugs, ud), model.drug_modalities)
-        pe = model.embed(_inputs(torch, tables.proteins, up), model.protein_modalities)
+        de = embed_side(tables.drugs, ud, model.drug_modalities)
+        pe = embed_side(tables.proteins, up, model.protein_modalities)
         for v in (*de.values(), *pe.values()):
             v.retain_grad()
         return de, pe, dinv, pinv
 
+    def bce_loss(b: np.ndarray, de: dict, pe: dict, dinv: np.ndarray, pinv: np.ndarray, masks: dict | None) -> Any:
+        dm = {m: masks[m] for m in de} if masks else None
+        pm = {m: masks[m] for m in pe} if masks else None
+        feats = model.pair_features(model.fuse(de, dm)[dinv], model.fuse(pe, pm)[pinv])
+        y = torch.from_numpy(pairs.y[b].astype(np.float32))
+        ok = ~torch.isnan(y)
+        loss = torch.zeros(())
+        if bool(ok.any()):
+            logit = model.head(feats).squeeze(1)
+            loss = loss + F.binary_cross_entropy_with_logits(logit[ok], y[ok])
+        if has_act:
+            a = torch.from_numpy(((pairs.activity[b] - act_mean) / act_std).astype(np.float32))
+            aok = ~torch.isnan(a)
+            if bool(aok.any()):
+                pred = model.activity_head(feats).squeeze(1)
+                loss = loss + cfg.activity_weight * F.mse_loss(pred[aok], a[aok])
+        return loss
+
     model.train()
-    # Stage 1: GRAM pretraining on interacting pairs.
-    for _ in range(cfg.pretrain_epochs if pre_steps else 0):
-        order = rng.permutation(pos)
+    # Stage 1: all encoders trainable. GRAM pretraining on interacting pairs (or, with gram_weight 0, the
+    # same number of steps of supervised training on labelled batches).
+    use_gram = cfg.gram_weight > 0
+    for _ in range(cfg.pretrain_epochs):
+        order = rng.permutation(pos) if use_gram else rng.permutation(lab)[: len(pos)]
         for s in range(0, len(order), cfg.pretrain_batch_size):
             b = order[s : s + cfg.pretrain_batch_size]
             if len(b) < 2:
                 continue
             de, pe, dinv, pinv = encode(pairs.d[b], pairs.p[b])
-            keep = drop.sample_batch(gen) if use_drop else set(model.modalities)
-            embs = {m: de[m][dinv] for m in de if m in keep} | {m: pe[m][pinv] for m in pe if m in keep}
-            anchor = next(m for m in model.modalities if m in embs)
-            loss = gram_contrastive_loss(embs, anchor, temperature)
+            if use_gram:
+                keep = drop.sample_batch(gen) if use_drop else set(model.modalities)
+                embs = {m: de[m][dinv] for m in de if m in keep} | {m: pe[m][pinv] for m in pe if m in keep}
+                anchor = next(m for m in model.modalities if m in embs)
+                loss = gram_contrastive_loss(embs, anchor, temperature)
+            else:
+                masks = (
+                    drop.sample_masks(len(next(iter(de.values()))), len(next(iter(pe.values()))), gen)
+                    if use_drop
+                    else None
+                )
+                loss = bce_loss(b, de, pe, dinv, pinv, masks)
             opt.zero_grad()
             loss.backward()
             opt.step()
             drop.observe(de | pe)
-            history["pretrain_loss"].append(float(loss))
+            history["pretrain_loss"].append(loss.item())
             step += 1
             if progress:
-                progress(step, total, f"GRAM pretraining, loss {float(loss):.3f}")
-    # Stage 2: fine-tuning of encoders and heads.
-    ypos_weight = 1.0
+                progress(step, total, f"encoder pretraining, loss {loss.item():.3f}")
+    # Stage 2: the sequence CNN encoders are frozen (their outputs cached once per drug and protein, as
+    # GRAM-DTI freezes its pretrained encoders); the MLP encoders, per-modality norms and heads train on.
+    if cfg.freeze_sequence_encoders:
+        model.eval()
+        with torch.no_grad():
+            for m in ("drug_smiles", "protein_sequence"):
+                if m in model.modalities:
+                    table = tables.drugs if m == "drug_smiles" else tables.proteins
+                    rows = np.arange(len(next(iter(table.values()))))
+                    parts = [
+                        model.encoders[m](_inputs(torch, table, rows[i : i + 2048])[INPUT_OF[m]])
+                        for i in range(0, len(rows), 2048)
+                    ]
+                    cached[m] = torch.cat(parts)
+                    model.encoders[m].requires_grad_(False)
+        model.train()
     for _ in range(cfg.epochs):
         order = rng.permutation(lab)
         for s in range(0, len(order), cfg.batch_size):
             b = order[s : s + cfg.batch_size]
             de, pe, dinv, pinv = encode(pairs.d[b], pairs.p[b])
-            if use_drop:
-                masks = drop.sample_masks(len(next(iter(de.values()))), len(next(iter(pe.values()))), gen)
-                dm = {m: masks[m] for m in de}
-                pm = {m: masks[m] for m in pe}
-            else:
-                dm = pm = None
-            dvec = model.fuse(de, dm)[dinv]
-            pvec = model.fuse(pe, pm)[pinv]
-            feats = model.pair_features(dvec, pvec)
-            y = torch.from_numpy(pairs.y[b].astype(np.float32))
-            ok = ~torch.isnan(y)
-            loss = torch.zeros(())
-            if bool(ok.any()):
-                logit = model.head(feats).squeeze(1)
-                loss = loss + F.binary_cross_entropy_with_logits(logit[ok], y[ok], pos_weight=torch.tensor(ypos_weight))
-            if has_act:
-                a = torch.from_numpy(((pairs.activity[b] - act_mean) / act_std).astype(np.float32))
-                aok = ~torch.isnan(a)
-                if bool(aok.any()):
-                    pred = model.activity_head(feats).squeeze(1)
-                    loss = loss + cfg.activity_weight * F.mse_loss(pred[aok], a[aok])
+            masks = (
+                drop.sample_masks(len(next(iter(de.values()))), len(next(iter(pe.values()))), gen) if use_drop else None
+            )
+            loss = bce_loss(b, de, pe, dinv, pinv, masks)
             if cfg.gram_weight > 0:
                 pb = np.flatnonzero(np.nan_to_num(pairs.y[b]) > 0.5)
                 if len(pb) >= 2:
@@ -248,10 +287,10 @@ def fit(
             loss.backward()
             opt.step()
             drop.observe(de | pe)
-            history["loss"].append(float(loss))
+            history["loss"].append(loss.item())
             step += 1
             if progress:
-                progress(step, total, f"fine-tuning, loss {float(loss):.3f}")
+                progress(step, total, f"fine-tuning, loss {loss.item():.3f}")
         history["dropout_p"].append(drop.probabilities())
     model.eval()
     history["seconds"] = time.time() - t0
@@ -275,8 +314,9 @@ def _fit_standardizers(model: Any, tables: Tables, pairs: Pairs) -> None:
             norm.std.copy_(torch.from_numpy(x.std(0) + 1e-3).float())
 
 
-def embed_table(model: Any, table: dict[str, np.ndarray], names: Sequence[str], chunk: int = 2048,
-                threads: int = 1) -> Any:
+def embed_table(
+    model: Any, table: dict[str, np.ndarray], names: Sequence[str], chunk: int = 2048, threads: int = 1
+) -> Any:
     """Fused embeddings (n, dim) of every row of a drug or protein table, in chunks, without gradients."""
     torch = _torch(threads)
     n = len(next(iter(table.values())))

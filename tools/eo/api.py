@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field
 
-from tools.eo import geophysics as geo
-from tools.eo import indices as idx
-from tools.eo import masks as mk
-from tools.eo import statistics as st
-from tools.eo import trends as tr
 from tools.eo.results import (
     AreaResult,
     AreaRow,
@@ -42,13 +37,33 @@ from tools.paths import SAMPLE_DIR, resolve_input
 from tools.progress import Progress, report
 from tools.settings import get_settings
 
+
+class _Deferred:
+    """A module imported on first attribute access, so that listing the tools does not import NumPy & co."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+np = _Deferred("numpy")
+geo = _Deferred("tools.eo.geophysics")
+idx = _Deferred("tools.eo.indices")
+mk = _Deferred("tools.eo.masks")
+st = _Deferred("tools.eo.statistics")
+tr = _Deferred("tools.eo.trends")
+
 SceneArg = Annotated[
     str | list[str],
     Field(description="A scene: its folder, its metadata file (MTL.txt/.json, MTD_MSIL*.xml, tileInfo.json), or a "
           "list of its band files; paths inside the roots or sample:// URIs (e.g. sample://eo/landsat8_c1_l1t)."),
 ]
-RasterArg = Annotated[str, Field(description="A GeoTIFF (or other GDAL raster) path inside the roots, or a sample:// URI.")]
-CogArg = Annotated[bool, Field(description="Write a Cloud-Optimized GeoTIFF (with overviews) instead of a tiled GeoTIFF.")]
+RasterArg = Annotated[str, Field(
+    description="A GeoTIFF (or other GDAL raster) path inside the roots, or a sample:// URI.")]
+CogArg = Annotated[bool, Field(
+    description="Write a Cloud-Optimized GeoTIFF (with overviews) instead of a tiled GeoTIFF.")]
 QuicklookArg = Annotated[bool, Field(description="Also draw a PNG quicklook with a colorbar.")]
 MaskArg = Annotated[
     list[str] | None,
@@ -81,7 +96,8 @@ def _quick(path: Path, draw: bool, cmap: str, title: str, label: str | None = No
 
 # ----------------------------------------------------------------------------------------------- scenes
 def eo_list_scenes(
-    folder: Annotated[str | None, Field(description="Folder to search (4 levels deep); None: the bundled samples.")] = None,
+    folder: Annotated[str | None, Field(
+        description="Folder to search (4 levels deep); None: the bundled samples.")] = None,
 ) -> SceneList:
     """List the Landsat and Sentinel-2 scenes found under a folder (the bundled samples by default).
 
@@ -137,10 +153,12 @@ def eo_describe_scene(scene: SceneArg) -> SceneDescription:
 
 # ---------------------------------------------------------------------------------------------- indices
 def eo_list_indices(
-    query: Annotated[str | None, Field(description="Text in the index name or long name, e.g. 'water', 'NDVI'.")] = None,
+    query: Annotated[str | None, Field(
+        description="Text in the index name or long name, e.g. 'water', 'NDVI'.")] = None,
     domain: Annotated[str | None, Field(description="Application domain: vegetation, water, burn, urban, soil, "
                                         "snow, radar, clouds, kernel.")] = None,
-    bands: Annotated[list[str] | None, Field(description="spyndex band symbols the index must use, e.g. ['N', 'S1'].")] = None,
+    bands: Annotated[list[str] | None, Field(
+        description="spyndex band symbols the index must use, e.g. ['N', 'S1'].")] = None,
     scene: Annotated[str | list[str] | None, Field(description="A scene: report what each index lacks on it.")] = None,
     computable_only: Annotated[bool, Field(description="With a scene: only indices its bands can compute.")] = False,
     offset: Annotated[int, Field(ge=0, description="Skip this many matches (paging).")] = 0,
@@ -169,7 +187,8 @@ def eo_spectral_index(
     scene: SceneArg,
     index: Annotated[str, Field(description="Catalogue name, e.g. NDVI, EVI, NDWI (McFeeters), NDMI, NBR, MNDWI, NDBI, "
                                 "SAVI, kNDVI (see eo_list_indices).")],
-    constants: Annotated[dict[str, float] | None, Field(description="Override index constants, e.g. {'L': 0.5}.")] = None,
+    constants: Annotated[dict[str, float] | None, Field(
+        description="Override index constants, e.g. {'L': 0.5}.")] = None,
     mask: MaskArg = None,
     cog: CogArg = False,
     quicklook: QuicklookArg = True,
@@ -298,7 +317,7 @@ def eo_cloud_mask(
     else:
         names = []
     if qa_kind:
-        wanted["__qa__"] = qa_band
+        wanted["qa:layer"] = qa_band
     rules: list[tuple[str, Any]] = []
     for r in thresholds or []:
         label = f"{r.layer} {r.op} {r.value:g}"
@@ -333,7 +352,7 @@ def eo_cloud_mask(
                 a = ins.read(w)
                 parts, has_data = [], None
                 if qa_kind:
-                    qa = a["__qa__"]
+                    qa = a["qa:layer"]
                     good = np.isfinite(qa)
                     fill = mk.qa_mask(qa_kind, np.where(good, qa, 0), ["fill"])["fill"]
                     has_data = good & ~fill
@@ -348,7 +367,7 @@ def eo_cloud_mask(
                 if has_data is None:
                     has_data = np.zeros(next(iter(a.values())).shape, dtype=bool)
                     for k, v in a.items():
-                        if k != "__qa__":
+                        if k != "qa:layer":
                             has_data |= np.isfinite(v)
                 flag = mk.combine(parts, combine) & has_data
                 flagged_total += int(flag.sum())
@@ -378,7 +397,8 @@ def eo_land_surface_temperature(
         "emissivity (Sobrino et al. 2004); split_window: Jimenez-Munoz et al. 2014 for TIRS B10/B11; "
         "radiance_layers: Collection-2 L2 ST_TRAD/URAD/DRAD/ATRAN/EMIS; product: Collection-2 L2 ST_B10 scaled; "
         "auto: product for L2 scenes, single_channel for L1.")] = "auto",
-    water_vapour: Annotated[float, Field(ge=0, le=6.5, description="Atmospheric water vapour (g/cm2), split-window only.")] = 2.0,
+    water_vapour: Annotated[float, Field(
+        ge=0, le=6.5, description="Atmospheric water vapour (g/cm2), split-window only.")] = 2.0,
     ndvi_soil: Annotated[float, Field(description="NDVI of bare soil (emissivity thresholds).")] = 0.2,
     ndvi_veg: Annotated[float, Field(description="NDVI of full vegetation (emissivity thresholds).")] = 0.5,
     mask: MaskArg = None,
@@ -408,7 +428,8 @@ def eo_land_surface_temperature(
                            hint="Use single_channel or split_window on Level-1 scenes.")
     if m in ("single_channel", "split_window") and sc.level != "L1":
         raise InvalidInput(f"Method {m} starts from Level-1 brightness temperature; this is {sc.product}, whose "
-                           "ST_B band is already surface temperature.", hint="Use method='product' or 'radiance_layers'.")
+                           "ST_B band is already surface temperature.",
+                           hint="Use method='product' or 'radiance_layers'.")
     if m == "product":
         band = sc.band("ST_B10" if sc.sensor == "OLI_TIRS" else "ST_B6")
         prod = map_scene(sc, {"ST": band}, lambda a: a["ST"], "LST", progress, mask_classes=mask, cog=cog, units="K")
@@ -473,8 +494,10 @@ def eo_vegetation_parameters(
     method: Annotated[str | None, Field(description="fvc: 'linear' (Gutman & Ignatov 1998, default) or 'squared' "
                       "(Carlson & Ripley 1997); lai: 'savi' (SEBAL/METRIC, default) or 'evi' (Boegh et al. 2002); "
                       "albedo: 'liang2001'.")] = None,
-    ndvi_soil: Annotated[float | None, Field(description="FVC: NDVI of bare soil; None: the scene's 5th percentile.")] = None,
-    ndvi_veg: Annotated[float | None, Field(description="FVC: NDVI of full cover; None: the scene's 95th percentile.")] = None,
+    ndvi_soil: Annotated[float | None, Field(
+        description="FVC: NDVI of bare soil; None: the scene's 5th percentile.")] = None,
+    ndvi_veg: Annotated[float | None, Field(
+        description="FVC: NDVI of full cover; None: the scene's 95th percentile.")] = None,
     mask: MaskArg = None,
     cog: CogArg = False,
     quicklook: QuicklookArg = True,
@@ -534,7 +557,8 @@ def eo_vegetation_parameters(
                if how_m == "savi" else "LAI = 3.618*EVI - 0.118 (Boegh et al. 2002, RSE 79:329)")
         params |= {"method": how_m, **pl.params}
         if sc.level in ("L1", "L1C"):
-            notes.append("Computed from TOA reflectance; the empirical LAI relations were fitted on surface reflectance.")
+            notes.append("Computed from TOA reflectance; the empirical LAI relations were fitted on surface "
+                         "reflectance.")
         units = "m2/m2"
     elif parameter == "albedo":
         if method not in (None, "liang2001"):
@@ -542,7 +566,8 @@ def eo_vegetation_parameters(
         bands = {c: sc.band(c) for c in ("blue", "red", "nir", "swir1", "swir2")}
         prod = map_scene(sc, bands, lambda a: geo.albedo_liang(a["blue"], a["red"], a["nir"], a["swir1"], a["swir2"]),
                          "albedo", progress, mask_classes=mask, cog=cog, units="fraction")
-        how = "albedo = 0.356 blue + 0.130 red + 0.373 nir + 0.085 swir1 + 0.072 swir2 - 0.0018 (Liang 2001, RSE 76:213)"
+        how = ("albedo = 0.356 blue + 0.130 red + 0.373 nir + 0.085 swir1 + 0.072 swir2 - 0.0018 "
+               "(Liang 2001, RSE 76:213)")
         params |= {"method": "liang2001"}
         if sc.level in ("L1", "L1C"):
             notes.append("Computed from TOA reflectance; Liang's coefficients convert surface reflectance.")
@@ -578,7 +603,7 @@ def eo_tvdi(
 
     pn, pt = resolve_raster(ndvi), resolve_raster(lst)
     grid = common_grid([pn, pt])
-    nb = int(math.ceil(2.0 / bin_width))
+    nb = math.ceil(2.0 / bin_width)
     tmax = np.full(nb, -np.inf)
     tmin = np.full(nb, np.inf)
     counts = np.zeros(nb, dtype=np.int64)
@@ -644,7 +669,7 @@ def eo_burn_severity(
             cls = geo.dnbr_class(d)
             stats.update(d)
             rows = pixel_area_rows(grid, int(w.row_off), int(w.height))
-            for lo, hi, code, label in geo.DNBR_CLASSES:
+            for _lo, _hi, code, label in geo.DNBR_CLASSES:
                 areas[label] += float(((cls == code).sum(axis=1) * rows).sum())
             w1.write(d, w)
             w2.write(cls, w)
@@ -691,10 +716,11 @@ ExcludeArg = Annotated[str | None, Field(description="A raster whose non-zero pi
 def eo_statistics(
     raster: RasterArg,
     band: Annotated[int, Field(ge=1, description="Band number.")] = 1,
-    percentiles: Annotated[list[float], Field(description="Percentiles (0-100), exact as numpy.percentile.")] = [
-        2, 5, 25, 50, 75, 95, 98],
+    percentiles: Annotated[list[float] | None, Field(
+        description="Percentiles (0-100), exact as numpy.percentile; None: 2, 5, 25, 50, 75, 95, 98.")] = None,
     bins: Annotated[int, Field(ge=1, description="Histogram bins.")] = 20,
-    value_range: Annotated[list[float] | None, Field(description="[low, high] of the histogram; None: min-max.")] = None,
+    value_range: Annotated[list[float] | None, Field(
+        description="[low, high] of the histogram; None: min-max.")] = None,
     exclude: ExcludeArg = None,
     progress: Progress | None = None,
 ) -> StatisticsResult:
@@ -713,7 +739,8 @@ def eo_statistics(
         if mom.count == 0:
             raise InvalidInput(f"{p.name} band {band} holds only nodata pixels.",
                                hint="Check the raster (or the exclusion mask).")
-        pct, exact = st.exact_percentiles(reader, grid, m, mom, percentiles, progress, (1, 4))
+        qs = [2, 5, 25, 50, 75, 95, 98] if percentiles is None else percentiles
+        pct, exact = st.exact_percentiles(reader, grid, m, mom, qs, progress, (1, 4))
         if value_range is not None and (len(value_range) != 2 or not value_range[1] > value_range[0]):
             raise InvalidInput("value_range must be [low, high] with high > low.", hint="e.g. [-1, 1].")
         lo, hi = value_range if value_range is not None else (mom.min, mom.max if mom.max > mom.min else mom.min + 1)
@@ -748,7 +775,8 @@ def eo_area(
     reader, grid, p = _single(raster, band)
     m = _mask_reader(exclude, grid)
     try:
-        hits, vpx, varea, tpx, tarea = st.threshold_areas(reader, grid, [(r.op, r.value) for r in rules], m, progress)
+        hits, vpx, varea, _tpx, tarea = st.threshold_areas(reader, grid, [(r.op, r.value) for r in rules], m,
+                                                           progress)
     finally:
         reader.close()
         if m is not None:
@@ -768,7 +796,8 @@ def eo_zonal_statistics(
     zone_raster: Annotated[str | None, Field(description="Instead of polygons: an integer raster of zone ids (0 = "
                            "none), e.g. a classification; same CRS.")] = None,
     band: Annotated[int, Field(ge=1)] = 1,
-    all_touched: Annotated[bool, Field(description="Polygons: include every pixel touched, not only centres inside.")] = False,
+    all_touched: Annotated[bool, Field(
+        description="Polygons: include every pixel touched, not only centres inside.")] = False,
     progress: Progress | None = None,
 ) -> ZonalResult:
     """Statistics of a raster per zone: polygons from GeoJSON, or the integer values of a zone raster.
@@ -779,7 +808,8 @@ def eo_zonal_statistics(
     from tools.eo.rasters import Reader, resolve_raster
 
     if (zones is None) == (zone_raster is None):
-        raise InvalidInput("Give exactly one of zones (GeoJSON) and zone_raster.", hint="Pass polygons or a zone raster.")
+        raise InvalidInput("Give exactly one of zones (GeoJSON) and zone_raster.",
+                           hint="Pass polygons or a zone raster.")
     reader, grid, p = _single(raster, band)
     try:
         if zones is not None:
@@ -810,7 +840,8 @@ def eo_change(
     before: Annotated[str, Field(description="Raster of the earlier date (e.g. an NDVI GeoTIFF).")],
     after: Annotated[str, Field(description="Raster of the later date, same CRS (another grid is resampled).")],
     method: Annotated[Literal["difference", "relative", "ratio"], Field(
-        description="difference: after - before; relative: (after - before)/|before|; ratio: after/before.")] = "difference",
+        description="difference: after - before; relative: (after - before)/|before|; ratio: after/before."),
+    ] = "difference",
     threshold: Annotated[float | None, Field(description="Report the area where change > threshold (increase) and "
                          "< -threshold (decrease); for ratio, > 1+threshold and < 1-threshold.")] = None,
     resampling: Annotated[Literal["nearest", "bilinear", "cubic", "average"], Field(
@@ -842,7 +873,8 @@ def eo_change(
         out[~np.isfinite(out)] = np.nan
         return out
 
-    path, stats = run_raster({"a": Reader(pa, grid, resampling=resampling), "b": Reader(pb, grid, resampling=resampling)},
+    readers = {"a": Reader(pa, grid, resampling=resampling), "b": Reader(pb, grid, resampling=resampling)}
+    path, stats = run_raster(readers,
                              grid, change, f"change-{method}", progress, cog=cog)
     inc = dec = None
     if threshold is not None:
@@ -868,13 +900,17 @@ def eo_trend(
     rasters: Annotated[list[str], Field(description="One raster per date (same CRS; resampled to the finest grid).")],
     dates: Annotated[list[str], Field(description="The rasters' dates: ISO dates ('2020-07-01') or decimal years.")],
     alpha: Annotated[float, Field(gt=0, lt=1, description="Significance level for the Mann-Kendall test.")] = 0.05,
+    region: Annotated[str | dict[str, Any] | None, Field(
+        description="GeoJSON polygon(s) (object, text or path; EPSG:4326 unless named) over which the area mean "
+        "is taken; None: the whole raster.")] = None,
     progress: Progress | None = None,
 ) -> TrendResult:
     """Time-series trend per pixel and of the area mean: least-squares slope, Mann-Kendall test (with the tie
     correction) and Sen's slope, in units per year.
 
     Writes a 5-band GeoTIFF (sen_slope, ols_slope, mk_z, mk_p, mk_s); pixels with fewer than 3 valid dates are
-    nodata. Returns the area-mean series and its trend. Bound: RESEARCH_MCP_EO__MAX_DATES dates.
+    nodata. Returns the area-mean series (whole raster or a region) and its trend. Bound:
+    RESEARCH_MCP_EO__MAX_DATES dates.
     """
     from tools.eo.rasters import Reader, RunningStats, Writer, block_windows, close_all, common_grid, resolve_raster
 
@@ -890,6 +926,7 @@ def eo_trend(
     paths = [resolve_raster(rasters[i]) for i in order]
     ts = t[order]
     grid = common_grid(paths)
+    geoms = st.project_features(st.load_geojson(region), grid) if region is not None else None
     readers = {str(i): Reader(p, grid) for i, p in enumerate(paths)}
     sums = np.zeros(len(paths))
     cnts = np.zeros(len(paths), dtype=np.int64)
@@ -904,6 +941,8 @@ def eo_trend(
             shape = stack.shape[:2]
             y = stack.reshape(-1, len(paths))
             ok = np.isfinite(y)
+            if geoms is not None:
+                ok &= st.region_mask(geoms, grid, w).reshape(-1, 1)
             sums += np.where(ok, y, 0.0).sum(axis=0)
             cnts += ok.sum(axis=0)
             s, _var, z, p = tr.mann_kendall(y)

@@ -9,3 +9,5 @@ class EOLimits(BaseModel):
     max_zones: int = Field(1000, description="Most zones (polygons or zone-raster values) one zonal call handles.")
     max_dates: int = Field(100, description="Most rasters (dates) in one time-series trend.")
     max_bins: int = Field(1000, description="Most histogram bins one statistics call returns.")
+    gdal_cache_mb: int = Field(256, description="GDAL block cache (MiB); bounds the memory of reads and writes.")
+    threads: int = Field(2, description="Worker threads computing blocks in parallel (each with its own readers).")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,10 +11,20 @@ import numpy as np
 
 from tools.eo import indices, masks
 from tools.eo.radiometry import Calibration, calibration
-from tools.eo.rasters import Grid, Reader, RunningStats, Writer, block_windows, close_all, common_grid, run_blocks
+from tools.eo.rasters import (
+    Grid,
+    Reader,
+    RunningStats,
+    Writer,
+    block_windows,
+    close_all,
+    common_grid,
+    parallel_blocks,
+    run_blocks,
+)
 from tools.eo.scenes import Band, Scene
 from tools.errors import InvalidInput
-from tools.progress import Progress, report
+from tools.progress import Progress
 
 
 def band_reader(scene: Scene, band: Band, grid: Grid, quantity: str = "auto") -> tuple[Reader, Calibration]:
@@ -85,6 +96,19 @@ def scene_inputs(scene: Scene, wanted: dict[str, Band], quantity: str = "auto",
     return SceneInputs(grid, readers, cals, files, qa_kind, classes)
 
 
+class _Borrowed:
+    """Another owner's inputs, used by one worker thread and closed by their owner."""
+
+    def __init__(self, ins: SceneInputs) -> None:
+        self.ins = ins
+
+    def read(self, window: object) -> dict[str, np.ndarray]:
+        return self.ins.read(window)
+
+    def close(self) -> None:
+        pass
+
+
 def symbol_bands(scene: Scene, symbols: list[str], what: str) -> dict[str, Band]:
     return {s: scene.symbol_band(s, what) for s in symbols}
 
@@ -107,14 +131,28 @@ def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str
     try:
         writer = Writer(name, ins.grid, dtype=dtype, descriptions=[description or name], cog=cog, units=units)
         stats = RunningStats()
-        wins = block_windows(ins.grid)
-        report(progress, 0, len(wins), name)
+        first = [True]
+
+        def open_state() -> SceneInputs:
+            if first[0]:  # the first worker reuses the readers opened above
+                first[0] = False
+                return _Borrowed(ins)
+            return scene_inputs(scene, wanted, mask_classes=mask_classes)
+
+        def work(state: SceneInputs, w: object) -> tuple[np.ndarray, tuple]:
+            out = np.asarray(compute(state.read(w))).astype(dtype, copy=False)
+            if out.dtype.kind == "f":
+                finite = np.isfinite(out)
+                if finite.all():
+                    return out, RunningStats.summarize(out, all_finite=True)
+                out[~finite] = np.nan  # +-inf from a zero denominator
+            return out, RunningStats.summarize(out)
+
         try:
-            for i, w in enumerate(wins, start=1):
-                out = compute(ins.read(w))
-                stats.update(out)
-                writer.write(out, w)
-                report(progress, i, len(wins), name)
+            with closing(parallel_blocks(open_state, work, block_windows(ins.grid), progress, name)) as blocks:
+                for w, (out, part) in blocks:
+                    stats.merge(part)
+                    writer.write(out, w)
         except BaseException:
             writer.discard()
             raise

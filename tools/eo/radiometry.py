@@ -40,9 +40,9 @@ class Calibration:
 
     def apply(self, raw: np.ndarray, nodata: float | None = None) -> np.ndarray:
         out = self.fn(raw)
-        fills = list(self.fill_values) + ([nodata] if nodata is not None and not math.isnan(nodata) else [])
-        if fills:
-            bad = np.isin(raw, np.asarray(fills, dtype=raw.dtype)) if raw.dtype.kind in "iu" else np.isin(raw, fills)
+        fills = set(self.fill_values) | ({nodata} if nodata is not None and not math.isnan(nodata) else set())
+        for f in fills:
+            bad = raw == f
             if bad.any():
                 out[bad] = np.nan
         return out
@@ -120,9 +120,16 @@ def _landsat_l1(scene: Scene, band: Band, quantity: str) -> Calibration:
         raise InvalidInput("The MTL lacks SUN_ELEVATION, needed for sun-corrected TOA reflectance.",
                            hint="Keep the complete MTL file beside the bands.")
     s = math.sin(math.radians(scene.sun_elevation))
+
+    scale, offset = mr / s, ar / s
+
+    def toa(a: np.ndarray) -> np.ndarray:
+        out = np.multiply(a, scale, dtype=np.float64)
+        out += offset
+        return out
+
     return Calibration(spec.key, "reflectance", "1",
-                       f"rho = ({mr:g}*DN + {ar:g}) / sin({scene.sun_elevation:g} deg)", (0,),
-                       lambda a: (a.astype(np.float64) * mr + ar) / s)
+                       f"rho = ({mr:g}*DN + {ar:g}) / sin({scene.sun_elevation:g} deg)", (0,), toa)
 
 
 _L2_SR = ("LEVEL2_SURFACE_REFLECTANCE_PARAMETERS",)

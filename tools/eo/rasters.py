@@ -7,6 +7,8 @@ size; rasters on another grid of the same CRS are resampled on the fly (GDAL war
 from __future__ import annotations
 
 import math
+import queue
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,10 +42,25 @@ class Grid:
             other.transform) and self.crs == other.crs
 
 
+_CACHE_SET = False
+
+
+def bound_gdal_cache() -> None:
+    """Cap GDAL's block cache (default 5% of RAM) at the configured size, once per process."""
+    global _CACHE_SET
+    if not _CACHE_SET:
+        from rasterio.env import set_gdal_config
+
+        set_gdal_config("GDAL_CACHEMAX", get_settings().eo.gdal_cache_mb * 1024 * 1024)
+        _CACHE_SET = True
+
+
 def open_raster(path: Path | str) -> Any:
     """rasterio.open with a clear error for a file GDAL cannot read."""
     import rasterio
     from rasterio.errors import RasterioIOError
+
+    bound_gdal_cache()
 
     p = Path(path)
     if p.is_dir():
@@ -155,6 +172,7 @@ class Writer:
                  units: str | None = None) -> None:
         import rasterio
 
+        bound_gdal_cache()
         self.final = output_path(name, ".tif")
         self.cog = cog
         self.path = self.final.with_suffix(".tmp.tif") if cog else self.final
@@ -173,17 +191,45 @@ class Writer:
             self.dataset.update_tags(units=units)
         self.dtype = dtype
         self.nodata = nodata
+        self._failure: BaseException | None = None
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
+        self._thread = threading.Thread(target=self._drain, name="eo-writer", daemon=True)
+        self._thread.start()
 
     def write(self, array: np.ndarray, window: Any, band: int = 1) -> None:
-        if np.dtype(self.dtype).kind != "f" and self.nodata is not None:
-            array = np.where(np.isnan(array), self.nodata, array) if array.dtype.kind == "f" else array
-        self.dataset.write(array.astype(self.dtype, copy=False), band, window=window)
+        """Queue one window; a background thread encodes and writes it while the next block is computed."""
+        if np.dtype(self.dtype).kind != "f" and self.nodata is not None and array.dtype.kind == "f":
+            array = np.where(np.isnan(array), self.nodata, array)
+        self._raise_failure()
+        self._queue.put((array.astype(self.dtype, copy=False), window, band))
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._failure is None:
+                try:
+                    self.dataset.write(item[0], item[2], window=item[1])
+                except BaseException as exc:  # re-raised in the calling thread
+                    self._failure = exc
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _finish(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
 
     def tag(self, **tags: str) -> None:
         self.dataset.update_tags(**tags)
 
     def close(self) -> Path:
+        self._finish()
         self.dataset.close()
+        self._raise_failure()
         if self.cog:
             from rasterio.shutil import copy as rio_copy
 
@@ -194,6 +240,7 @@ class Writer:
         return self.final
 
     def discard(self) -> None:
+        self._finish()
         self.dataset.close()
         for p in {self.path, self.final}:
             p.unlink(missing_ok=True)
@@ -210,21 +257,37 @@ class RunningStats:
         self.max = -math.inf
         self.total = 0
 
-    def update(self, block: np.ndarray) -> None:
-        self.total += block.size
-        v = block[np.isfinite(block)]
+    @staticmethod
+    def summarize(block: np.ndarray, all_finite: bool = False) -> tuple[int, int, float, float, float, float]:
+        """(size, n, mean, m2, min, max) of one block's finite values; merge it with `merge`."""
+        if all_finite:
+            v = block.ravel()
+        else:
+            finite = np.isfinite(block)
+            v = block.ravel() if finite.all() else block[finite]
         n = v.size
         if n == 0:
+            return block.size, 0, 0.0, 0.0, math.inf, -math.inf
+        m = float(v.sum(dtype=np.float64)) / n
+        d = (v - v.dtype.type(m)).ravel()
+        m2 = float(np.dot(d, d))
+        return block.size, n, m, m2, float(v.min()), float(v.max())
+
+    def merge(self, part: tuple[int, int, float, float, float, float]) -> None:
+        size, n, m, m2, lo, hi = part
+        self.total += size
+        if n == 0:
             return
-        m = float(v.mean(dtype=np.float64))
-        m2 = float(((v - m) ** 2).sum(dtype=np.float64))
         delta = m - self.mean
         tot = self.count + n
         self.mean += delta * n / tot
         self.m2 += m2 + delta * delta * self.count * n / tot
         self.count = tot
-        self.min = min(self.min, float(v.min()))
-        self.max = max(self.max, float(v.max()))
+        self.min = min(self.min, lo)
+        self.max = max(self.max, hi)
+
+    def update(self, block: np.ndarray) -> None:
+        self.merge(self.summarize(block))
 
     @property
     def std(self) -> float:
@@ -291,3 +354,50 @@ def pixel_area_rows(grid: Grid, row0: int, rows: int) -> np.ndarray:
         return r * r * dlon * np.abs(np.sin(np.radians(lat_top)) - np.sin(np.radians(lat_bot)))
     factor = grid.crs.linear_units_factor[1] if grid.crs.linear_units_factor else 1.0
     return np.full(rows, abs(t.a * t.e - t.b * t.d) * factor * factor)
+
+
+def parallel_blocks(open_state: Callable[[], Any], work: Callable[[Any, Any], Any], windows: list[Any],
+                    progress: Progress | None, label: str) -> Iterator[tuple[Any, Any]]:
+    """(window, result) for every window, in order, computed by `threads` workers that each hold their own
+    readers (`open_state()`, closed with `.close()`); progress and cancellation are checked between blocks."""
+    import concurrent.futures as cf
+
+    workers = max(1, min(get_settings().eo.threads, len(windows)))
+    local = threading.local()
+    states: list[Any] = []
+    lock = threading.Lock()
+
+    def run(w: Any) -> Any:
+        state = getattr(local, "state", None)
+        if state is None:
+            state = open_state()
+            local.state = state
+            with lock:
+                states.append(state)
+        return work(state, w)
+
+    report(progress, 0, len(windows), label)
+    pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="eo-block")
+    pending: list[tuple[Any, cf.Future[Any]]] = []
+    it = iter(windows)
+    try:
+        for w in it:
+            pending.append((w, pool.submit(run, w)))
+            if len(pending) > workers:
+                break
+        done = 0
+        while pending:
+            w, fut = pending.pop(0)
+            result = fut.result()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(run, nxt)))
+            yield w, result
+            done += 1
+            report(progress, done, len(windows), label)
+    finally:
+        for _, fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True)
+        for s in states:
+            s.close()

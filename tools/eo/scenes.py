@@ -162,7 +162,8 @@ def _landsat(root: Path, files: list[Path], rasters: list[Path], mtl: Path | Non
     if spacecraft is None:
         m = next((_LANDSAT_NAME.match(f.name.upper()) for f in rasters if _LANDSAT_NAME.match(f.name.upper())), None)
         if m is None:
-            raise InvalidInput(f"{root} has no MTL and no Landsat file names.", hint="Keep the MTL file with the bands.")
+            raise InvalidInput(f"{root} has no MTL and no Landsat file names.",
+                               hint="Keep the MTL file with the bands.")
         spacecraft = f"LANDSAT_{m.group(2)}"
     spacecraft = spacecraft.upper().replace("-", "_")
     sensor_id = (md.lookup(groups, "SENSOR_ID") or "").upper()
@@ -187,7 +188,8 @@ def _landsat(root: Path, files: list[Path], rasters: list[Path], mtl: Path | Non
         if m and m.group(1) in table and m.group(1) not in bands:
             bands[m.group(1)] = Band(table[m.group(1)], f)
     if not bands:
-        raise InvalidInput(f"No Landsat band files found in {root}.", hint="Band files end in _B<n>.TIF or _SR_B<n>.TIF.")
+        raise InvalidInput(f"No Landsat band files found in {root}.",
+                           hint="Band files end in _B<n>.TIF or _SR_B<n>.TIF.")
     if mtl is None:
         notes.append("No MTL file: Level-1 calibration constants are unavailable; only Level-2 scaling applies.")
     return Scene(
@@ -265,8 +267,8 @@ def find_scenes(folder: Path, max_depth: int = 4, limit: int = 100) -> list[tupl
     if not folder.is_dir():
         raise NotFound(f"{folder} is not a folder.", hint="Pass a folder that holds scene folders.")
     out: list[tuple[Path, Scene | str]] = []
-    candidates = [folder] + sorted(
-        d for d in folder.rglob("*") if d.is_dir() and len(d.relative_to(folder).parts) <= max_depth)
+    candidates = [folder, *sorted(
+        d for d in folder.rglob("*") if d.is_dir() and len(d.relative_to(folder).parts) <= max_depth)]
     seen: set[Path] = set()
     for d in candidates:
         if len(out) >= limit:

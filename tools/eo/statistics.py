@@ -76,7 +76,7 @@ def exact_percentiles(reader: Reader, grid: Grid, mask_reader: Reader | None, st
     ranks: set[int] = set()
     for q in qs:
         pos = q / 100.0 * (n - 1)
-        ranks.update({int(math.floor(pos)), min(int(math.floor(pos)) + 1, n - 1)})
+        ranks.update({math.floor(pos), min(math.floor(pos) + 1, n - 1)})
     bin_of = {r: int(np.searchsorted(cum, r, side="right")) for r in ranks}
     need = sorted(set(bin_of.values()))
     if counts[need].sum() > _COLLECT_MAX:
@@ -101,7 +101,7 @@ def exact_percentiles(reader: Reader, grid: Grid, mask_reader: Reader | None, st
     out = {}
     for q in qs:
         pos = q / 100.0 * (n - 1)
-        k = int(math.floor(pos))
+        k = math.floor(pos)
         frac = pos - k
         out[f"p{q:g}"] = values[k] + (values[min(k + 1, n - 1)] - values[k]) * frac
     return out, exact
@@ -177,22 +177,39 @@ def _coords(geom: dict[str, Any]) -> np.ndarray:
     return np.asarray([pt[:2] for ring in rings for pt in ring], dtype=np.float64)
 
 
+def project_features(features: list[dict[str, Any]], grid: Grid) -> list[dict[str, Any]]:
+    """The features' geometries in the raster's CRS (GeoJSON is EPSG:4326 unless it names a CRS)."""
+    from rasterio.warp import transform_geom
+
+    out = []
+    for i, f in enumerate(features):
+        src_crs = f["crs"] or "EPSG:4326"
+        try:
+            out.append(transform_geom(src_crs, grid.crs, f["geometry"]) if grid.crs is not None else f["geometry"])
+        except Exception as exc:
+            raise InvalidInput(f"Zone {i} cannot be transformed from {src_crs} to the raster CRS: {exc}.",
+                               hint="Check the polygon coordinates (GeoJSON is lon/lat, EPSG:4326).") from exc
+    return out
+
+
+def region_mask(geoms: list[dict[str, Any]], grid: Grid, window: Any) -> np.ndarray:
+    """True inside any of `geoms` (pixel centres) for one window of the grid."""
+    from rasterio.features import geometry_mask
+    from rasterio.windows import transform as window_transform
+
+    shape = (int(window.height), int(window.width))
+    return geometry_mask(geoms, out_shape=shape, transform=window_transform(window, grid.transform), invert=True)
+
+
 def polygon_zones(reader: Reader, grid: Grid, features: list[dict[str, Any]], progress: Progress | None,
                   all_touched: bool = False) -> list[Zone]:
     """Statistics of the raster inside each polygon (GeoJSON in EPSG:4326 unless it names a CRS)."""
     from rasterio.features import geometry_mask
-    from rasterio.warp import transform_geom
     from rasterio.windows import from_bounds
 
     zones, geoms, wins = [], [], []
     full = block_windows(grid, max(grid.width, grid.height))[0]
-    for i, f in enumerate(features):
-        src_crs = f["crs"] or "EPSG:4326"
-        try:
-            g = transform_geom(src_crs, grid.crs, f["geometry"]) if grid.crs is not None else f["geometry"]
-        except Exception as exc:
-            raise InvalidInput(f"Zone {i} cannot be transformed from {src_crs} to the raster CRS: {exc}.",
-                               hint="Check the polygon coordinates (GeoJSON is lon/lat, EPSG:4326).") from exc
+    for i, (f, g) in enumerate(zip(features, project_features(features, grid), strict=True)):
         xy = _coords(g)
         w = from_bounds(xy[:, 0].min(), xy[:, 1].min(), xy[:, 0].max(), xy[:, 1].max(), grid.transform)
         w = w.round_offsets().round_lengths()

@@ -30,7 +30,8 @@ def decimal_years(times: list[str | float]) -> np.ndarray:
                 out.append(float(str(t)))
                 continue
             except ValueError as exc:
-                raise InvalidInput(f"{t!r} is not a date.", hint="Give ISO dates (2020-07-01) or decimal years.") from exc
+                raise InvalidInput(f"{t!r} is not a date.",
+                                   hint="Give ISO dates (2020-07-01) or decimal years.") from exc
         start = date(d.year, 1, 1).toordinal()
         length = date(d.year + 1, 1, 1).toordinal() - start
         frac = (d.toordinal() - start + (d.hour * 3600 + d.minute * 60 + d.second) / 86400.0) / length

@@ -146,6 +146,8 @@ def build_graph(nodes: list[Any] | None, edges: list[Any], *, directed: bool = F
 def from_spec(spec: GraphSpec | dict) -> nx.Graph:
     """The networkx graph of a `GraphSpec` (or its dict), validated."""
     if isinstance(spec, dict):
+        nodes, edges = spec.get("nodes"), spec.get("edges")
+        check_size(len(nodes) if isinstance(nodes, list) else 0, len(edges) if isinstance(edges, list) else 0)
         try:
             spec = GraphSpec.model_validate(spec)
         except Exception as exc:  # pydantic's ValidationError, worded for the caller

@@ -88,7 +88,7 @@ async def factor_search(formats: list[str], schemes: list[str], evaluate: Evalua
     fmt_pool = formats[: max(1, min(len(formats), max_arms - 1 if len(schemes) > 1 else max_arms))]
     f_best = await _halving([(f, anchor) for f in fmt_pool], stats, evaluate, batch, trace, "formats")
     left = max_arms - len(stats)
-    scheme_pool = [anchor] + [s for s in schemes if s != anchor][: max(0, left)]
+    scheme_pool = [anchor, *[s for s in schemes if s != anchor][:max(0, left)]]
     s_best = await _halving([(f_best[0], s) for s in scheme_pool], stats, evaluate, batch, trace, "schemes")
     ranked_formats = sorted(fmt_pool, key=lambda f: -stats[(f, anchor)].mean)
     extra = [(f, s_best[1]) for f in ranked_formats if (f, s_best[1]) not in stats]
@@ -139,3 +139,35 @@ def accuracy_table(task: str, formats: list[str], schemes: list[str], *, format_
             z = b_task - 0.8 * (logs[f] - mu) / sd + scheme_effect.get(s, 0.0) + rng.gauss(0, interaction_sd)
             table[(f, s)] = 1 / (1 + math.exp(-z))
     return table
+
+
+def measured_format_tokens(formats: list[str]) -> dict[str, float]:
+    """Mean serialized length (chars / 4) of each format over GraphOmni-style graphs of all three difficulties."""
+    from tools.graph.generate import generate
+    from tools.graph.serialize import serialize
+
+    graphs = [generate(g, difficulty=d, seed=1) for g in ("ERP", "BAG", "SF") for d in ("easy", "medium", "hard")]
+    return {f: sum(len(serialize(G, f)) / 4 for G in graphs) / len(graphs) for f in formats}
+
+
+async def table_study(tasks: list[str], formats: list[str], schemes: list[str], *, seeds: int = 10,
+                      sds: tuple[float, ...] = (0.0, 0.35, 0.7, 1.0), budget: float = 0.25) -> list[dict]:
+    """Cost and Rate of `factor_search` over many fixed tables, beside random search touching as many arms."""
+    toks = measured_format_tokens(formats)
+    arms = [(f, s) for f in formats for s in schemes]
+    out = []
+    for sd in sds:
+        rates, costs, rand = [], [], []
+        for seed in range(seeds):
+            for task in tasks:
+                table = accuracy_table(task, formats, schemes, format_tokens=toks, interaction_sd=sd, seed=seed)
+                best = max(table.values())
+                res = await factor_search(formats, schemes, table_evaluator(table), budget=budget)
+                rates.append(table[res.best] / best)
+                costs.append(res.cost)
+                pick = random.Random(f"{seed}|{task}").sample(arms, res.arms_evaluated)
+                rand.append(max(table[a] for a in pick) / best)
+        out.append({"interaction_sd": sd, "tables": len(rates), "cost": sum(costs) / len(costs),
+                    "rate": sum(rates) / len(rates), "min_rate": min(rates),
+                    "random_search_rate": sum(rand) / len(rand)})
+    return out

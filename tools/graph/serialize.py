@@ -106,8 +106,10 @@ def _adjacency_matrix(G: nx.Graph) -> str:
     index = {u: i for i, u in enumerate(order)}
     n = len(order)
     cells = [["0"] * n for _ in range(n)]
+    all_ones = is_weighted(G) and all(d["weight"] == 1 for _, _, d in G.edges(data=True))
     for u, v in G.edges():
-        val = _w(G, u, v) if is_weighted(G) else "1"
+        # A weighted graph whose weights are all 1 writes "1.0", so that it reads back as weighted.
+        val = ("1.0" if all_ones else _w(G, u, v)) if is_weighted(G) else "1"
         cells[index[u]][index[v]] = val
         if not G.is_directed():
             cells[index[v]][index[u]] = val
@@ -295,8 +297,10 @@ def _parse_adjacency_matrix(text: str, directed: bool) -> nx.Graph:
     if n > check.max_nodes:
         raise LimitExceeded("The number of nodes", n, check.max_nodes, "RESEARCH_MCP_GRAPH__MAX_NODES")
     matrix = []
+    weighted = False
     for i, r in enumerate(rows):
         cells = r.replace(",", " ").split()
+        weighted = weighted or any(c not in ("0", "1") for c in cells)
         if len(cells) != n:
             raise InvalidInput(f"Row {i} of the adjacency matrix has {len(cells)} entries, not {n}.",
                                hint="An adjacency matrix is square: one row and one column per node.")
@@ -309,7 +313,6 @@ def _parse_adjacency_matrix(text: str, directed: bool) -> nx.Graph:
     if len(labels) != n:
         raise InvalidInput(f"`Node order` names {len(labels)} nodes but the matrix has {n} rows.",
                            hint="List one label per row.")
-    weighted = any(x not in (0.0, 1.0) for row in matrix for x in row)
     edges = []
     for i in range(n):
         for j in range(n):
@@ -326,8 +329,8 @@ def _parse_adjacency_matrix(text: str, directed: bool) -> nx.Graph:
 def _parse_gml(text: str, directed: bool) -> nx.Graph:
     try:
         H = nx.parse_gml(text, label="label")
-    except (nx.NetworkXError, ValueError, KeyError, TypeError) as exc:
-        raise InvalidInput(f"The GML text could not be parsed: {exc}",
+    except Exception as exc:  # networkx raises NetworkXError, ValueError, KeyError... on malformed GML
+        raise InvalidInput(f"The GML text could not be parsed: {type(exc).__name__}: {exc}",
                            hint="Give GML as networkx writes it: graph [ node [ id 0 label \"0\" ] edge [ ... ] ].") \
             from None
     return _from_nx(H, "gml")

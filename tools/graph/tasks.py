@@ -269,6 +269,11 @@ def _hamiltonian(G: nx.Graph, cycle: bool, task: str) -> list[int] | None:
     U = _undirected(G)
     if not nx.is_connected(U):
         return None
+    if not G.is_directed():  # cheap necessary conditions before the exponential search
+        if cycle and (min(d for _, d in G.degree()) < 2 or not nx.is_biconnected(G)):
+            return None
+        if not cycle and sum(1 for _, d in G.degree() if d == 1) > 2:
+            return None
     out = {u: sorted(G.adj[u]) if not G.is_directed() else sorted(G.successors(u)) for u in nodes}
     budget = _Budget(task)
     starts = [nodes[0]] if cycle else sorted(nodes, key=lambda u: len(out[u]))
@@ -863,6 +868,8 @@ def sample_params(task: Task, G: nx.Graph, rng: random.Random) -> Params:
             yes = G.has_edge(s, t) if task.key == "edge_existence" else nx.has_path(G, s, t)
             (pairs_yes if yes else pairs_no).append((s, t))
         must_path = task.key in ("shortest_path", "weighted_shortest_path", "max_flow")
+        if must_path and not pairs_yes:  # sparse graph: look at every pair for one joined by a path
+            pairs_yes = [(s, t) for s in nodes for t in nodes if s != t and nx.has_path(G, s, t)]
         want_yes = must_path or not pairs_no or (bool(pairs_yes) and rng.random() < 0.5)
         pool = (pairs_yes or pairs_no) if want_yes else pairs_no
         p["source"], p["target"] = rng.choice(pool)

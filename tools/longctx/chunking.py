@@ -3,7 +3,8 @@
 Chunks are character spans `[start, end)` of the original text. The first starts at 0, the last ends
 at `len(text)`, and each starts at or before the previous one's end, so every character is in at
 least one chunk (no tail is dropped). Each chunk holds at most `chunk_tokens` tokens, counted by
-re-encoding the chunk's own text. Cuts fall on a paragraph break where one lies in the last 40% of
+re-encoding the chunk's own text (a single character that alone encodes to more tokens than the budget
+is the one exception: it becomes a chunk of its own). Cuts fall on a paragraph break where one lies in the last 40% of
 the budget, else a line break (last 30%), a sentence end (last 20%) or a space (last 10%), else
 on a token boundary. Consecutive chunks share at most `overlap_tokens` tokens, started at the
 strongest break in the overlap window, so a passage shorter than the overlap always lies whole
@@ -127,16 +128,14 @@ def chunk_text(
                 break
         # Candidate end: the start of token t0 + budget; then the strongest break in the fill window.
         t_hard = min(t0 + chunk_tokens, n_tok)
-        hard_end = offs[t_hard] if t_hard < n_tok else len(text)
+        hard_end = max(offs[t_hard] if t_hard < n_tok else len(text), start + 1)
         budget_lo = [offs[min(t0 + max(1, math.floor(chunk_tokens * f)), n_tok - 1)] for f in breaks.fills]
         end = breaks.last_in(start + 1, hard_end, budget_lo) or hard_end
         count = tok.count(text[start:end])
-        while count > chunk_tokens:  # re-encoding a span can differ from the offsets at its edges
+        while count > chunk_tokens and end - start > 1:  # re-encoding can differ from the offsets at edges
             t_end = tokens_before(offs, end)
-            end = offs[t_end - 1] if t_end - 1 > t0 else start + max(1, (end - start) // 2)
-            count = tok.count(text[start:end])
-        if end <= start:
-            end = start + 1
+            shorter = offs[t_end - 1] if t_end - 1 > t0 else start
+            end = shorter if shorter > start else start + max(1, (end - start) // 2)
             count = tok.count(text[start:end])
         chunks.append(Chunk(len(chunks), start, end, count, text[start:end]))
         if end >= len(text):
@@ -147,7 +146,10 @@ def chunk_text(
             nxt = end
         else:
             t_end = tokens_before(offs, end)
-            target = offs[max(t_end - overlap_tokens, t0 + 1)] if t_end - overlap_tokens > t0 else end
+            tt = max(t_end - overlap_tokens, t0 + 1)
+            target = offs[tt] if tt < t_end else end
+            if tokens_before(offs, target) < tt:  # token tt starts inside a character split over several tokens
+                target += 1
             nxt = breaks.first_in(target, end) if target < end else None
             nxt = nxt if nxt is not None else min(target, end)
         start = max(nxt, start + 1)

@@ -91,8 +91,8 @@ class BPETokenizer:
         out: list[int] = []
         char = 0
         for b in token_bytes:
-            out.append(char)
-            # UTF-8 continuation bytes (0b10xxxxxx) do not start a character.
+            # A token that begins with a UTF-8 continuation byte (0b10xxxxxx) starts inside the previous character.
+            out.append(char - 1 if b and (b[0] & 0xC0) == 0x80 and char > 0 else char)
             char += sum(1 for x in b if (x & 0xC0) != 0x80)
         return out
 

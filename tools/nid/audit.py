@@ -51,41 +51,60 @@ def success_probability(eps: float, c: np.ndarray, r: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, r * e / (c - 1 + e))
 
 
-def poisson_binomial_pmf(c: np.ndarray, r: np.ndarray, eps: float) -> np.ndarray:
-    """The pmf of sum_i Bernoulli(p_i(eps)): binomials per (c, r) group, convolved together."""
+def _groups(c: np.ndarray, r: np.ndarray) -> list[tuple[int, int, int]]:
+    """(c, r, count) for each distinct (c, r) pair."""
+    if c.size == 0:
+        return []
+    keys, counts = np.unique(np.stack([c, r], axis=1), axis=0, return_counts=True)
+    return [(int(k[0]), int(k[1]), int(n)) for k, n in zip(keys, counts, strict=True)]
+
+
+def _pmf_groups(groups: list[tuple[int, int, int]], eps: float) -> np.ndarray:
     pmf = np.ones(1)
-    keys = np.stack([c, r], axis=1) if c.size else np.zeros((0, 2), dtype=int)
-    for (ci, ri), count in zip(*np.unique(keys, axis=0, return_counts=True), strict=True):
+    for ci, ri, count in groups:
         p = float(success_probability(eps, np.array([ci]), np.array([ri]))[0])
         pmf = np.convolve(pmf, stats.binom.pmf(np.arange(count + 1), count, p))
     return pmf
 
 
-def p_value(eps: float, c: np.ndarray, r: np.ndarray, v: int, *, delta: float = 0.0,
-            total_candidates: int | None = None) -> float:
-    """Upper bound on P[V >= v] under (eps, delta)-DP for guesses with c_i candidates and top-r_i success."""
-    pmf = poisson_binomial_pmf(c, r, eps)
+def poisson_binomial_pmf(c: np.ndarray, r: np.ndarray, eps: float) -> np.ndarray:
+    """The pmf of sum_i Bernoulli(p_i(eps)): binomials per (c, r) group, convolved together."""
+    return _pmf_groups(_groups(np.asarray(c), np.asarray(r)), eps)
+
+
+def _p_value_groups(groups: list[tuple[int, int, int]], eps: float, v: int, delta: float, total: int) -> float:
+    pmf = _pmf_groups(groups, eps)
     n = pmf.size - 1
     if v > n:
         return 0.0
     tail = float(pmf[v:].sum()) if v > 0 else 1.0
     if delta > 0 and v > 0:
-        total = int(c.sum()) if total_candidates is None else total_candidates
         below = pmf[:v][::-1]  # P[V' = v-1], P[V' = v-2], ...
         a = float(np.max(np.cumsum(below) / np.arange(1, v + 1)))
         tail += a * delta * total
     return min(1.0, tail)
 
 
+def p_value(eps: float, c: np.ndarray, r: np.ndarray, v: int, *, delta: float = 0.0,
+            total_candidates: int | None = None) -> float:
+    """Upper bound on P[V >= v] under (eps, delta)-DP for guesses with c_i candidates and top-r_i success."""
+    c = np.asarray(c, dtype=np.int64)
+    r = np.asarray(r, dtype=np.int64)
+    total = int(c.sum()) if total_candidates is None else total_candidates
+    return _p_value_groups(_groups(c, r), eps, v, delta, total)
+
+
 def eps_lower_bound(c: np.ndarray, r: np.ndarray, v: int, *, alpha: float = 0.05, delta: float = 0.0,
-                    total_candidates: int | None = None, iterations: int = 60) -> float:
+                    total_candidates: int | None = None, iterations: int = 50) -> float:
     """The largest eps whose p-value stays below alpha (0 when even eps = 0 is not rejected)."""
     c = np.asarray(c, dtype=np.int64)
     r = np.asarray(r, dtype=np.int64)
     check_audit_args(c, r, alpha, delta)
+    groups = _groups(c, r)
+    total = int(c.sum()) if total_candidates is None else total_candidates
 
     def pv(e: float) -> float:
-        return p_value(e, c, r, v, delta=delta, total_candidates=total_candidates)
+        return _p_value_groups(groups, e, v, delta, total)
 
     if pv(0.0) >= alpha:
         return 0.0
@@ -100,6 +119,8 @@ def eps_lower_bound(c: np.ndarray, r: np.ndarray, v: int, *, alpha: float = 0.05
             lo = mid
         else:
             hi = mid
+        if hi - lo < 1e-9:
+            break
     return lo
 
 

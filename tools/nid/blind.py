@@ -24,7 +24,7 @@ class BlindFilterResult:
     normalized_ranks: np.ndarray  # per NID: fraction of its GIDs the classifier scores above it
 
 
-def blind_filter(nids: list[str], gids: list[list[str]], *, folds: int = 5, ngram_max: int = 3,
+def blind_filter(nids: list[str], gids: list[list[str]], *, folds: int = 5, ngram_max: int = 2,
                  extreme: float = 0.02, seed: int = 0) -> BlindFilterResult:
     """Out-of-fold character n-gram classifier AUC, and the NIDs kept after dropping extreme ranks."""
     from sklearn.feature_extraction.text import CountVectorizer
@@ -51,15 +51,17 @@ def blind_filter(nids: list[str], gids: list[list[str]], *, folds: int = 5, ngra
     x = vec.fit_transform(texts)
     pred = np.zeros(len(texts))
     for tr, te in GroupKFold(n_splits=min(folds, n)).split(x, y, grp):
-        clf = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000)
+        clf = LogisticRegression(C=1.0, class_weight="balanced", solver="liblinear")
         clf.fit(x[tr], y[tr])
         pred[te] = clf.decision_function(x[te])
     auc = float(roc_auc_score(y, pred))
     ranks = np.zeros(n)
+    drop = np.zeros(n, dtype=bool)
     pos = 0
     for i, gs in enumerate(gids):
         own, others = pred[pos], pred[pos + 1 : pos + 1 + len(gs)]
+        above, below = int(np.sum(others >= own)), int(np.sum(others <= own))
         ranks[i] = (np.sum(others > own) + 0.5 * np.sum(others == own)) / len(gs)
+        drop[i] = min(above + 1, below + 1) / (len(gs) + 1) <= extreme
         pos += 1 + len(gs)
-    drop = (ranks <= extreme) | (ranks >= 1 - extreme) if extreme > 0 else np.zeros(n, dtype=bool)
     return BlindFilterResult(auc, [i for i in range(n) if not drop[i]], [i for i in range(n) if drop[i]], ranks)

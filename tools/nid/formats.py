@@ -15,11 +15,13 @@ import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tools.errors import unknown_name
-from tools.nid.keccak import is_checksum_address, to_checksum_address
+from tools.nid.keccak import is_checksum_address, to_checksum_address, to_checksum_addresses
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HEX_LOWER = "0123456789abcdef"
 HEX_UPPER = "0123456789ABCDEF"
@@ -105,14 +107,16 @@ def _eth_plausible(value: str) -> bool:
 
 
 def _gen_svuid(nid: str, rng: np.random.Generator) -> str:
+    import numpy as np
+
     raw = int(rng.integers(0, 2**64, dtype=np.uint64))
     signed = raw - 2**64 if raw >= 2**63 else raw
     return f"{signed}L"
 
 
 def _svuid_plausible(value: str) -> bool:
-    """serialver draws a hash-derived int64: fewer than 12 digits happens with probability ~1e-7."""
-    return abs(int(value[:-1])) >= 10**11
+    """serialver draws a hash-derived int64: fewer than 16 digits happens with probability ~1e-4."""
+    return abs(int(value[:-1])) >= 10**15
 
 
 def _gen_tco(nid: str, rng: np.random.Generator) -> str:
@@ -135,6 +139,8 @@ _SRI_BYTES = {44: 32, 64: 48, 88: 64}
 
 
 def _gen_sri(nid: str, rng: np.random.Generator) -> str:
+    import numpy as np
+
     nbytes = _SRI_BYTES.get(len(nid), max(1, (len(nid.rstrip("=")) * 3) // 4))
     return base64.b64encode(rng.integers(0, 256, size=nbytes, dtype=np.uint8).tobytes()).decode("ascii")
 
@@ -212,6 +218,27 @@ NID_TYPES: dict[str, NIDType] = {
 }
 
 
+ID_PATTERNS: dict[str, re.Pattern[str]] = {
+    "git_commit": re.compile(r"[0-9a-f]{40}"),
+    "sha512": re.compile(r"[0-9a-f]{128}|[0-9A-F]{128}"),
+    "sha256": re.compile(r"[0-9a-f]{64}|[0-9A-F]{64}"),
+    "sha1": re.compile(r"[0-9a-f]{40}|[0-9A-F]{40}"),
+    "md5": re.compile(r"[0-9a-f]{32}|[0-9A-F]{32}"),
+    "eth_address": re.compile(r"0x[0-9a-fA-F]{40}"),
+    "serial_version_uid": re.compile(r"-?\d{1,19}L"),
+    "uuid": re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9A-F]{8}(?:-[0-9A-F]{4}){3}-[0-9A-F]{12}"),
+    "tco": re.compile(r"[0-9A-Za-z]{10}"),
+    "sri": re.compile(r"[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{86}=="),
+}
+
+
+def classify(value: str) -> list[str]:
+    """The types whose identifier format `value` matches in full, most specific first."""
+    order = ["eth_address", "uuid", "serial_version_uid", "sha512", "sha256", "sha1", "git_commit", "md5", "tco",
+             "sri"]
+    return [t for t in order if ID_PATTERNS[t].fullmatch(value)]
+
+
 def get_type(name: str) -> NIDType:
     """The NID type called `name`; `NotFound` naming the known types otherwise."""
     try:
@@ -222,6 +249,8 @@ def get_type(name: str) -> NIDType:
 
 def rng_for(nid: str, seed: int) -> np.random.Generator:
     """A generator seeded by `seed` and the NID itself (order-independent, reproducible)."""
+    import numpy as np
+
     digest = hashlib.sha256(nid.encode("utf-8")).digest()
     return np.random.default_rng([seed & 0xFFFFFFFF, *np.frombuffer(digest[:16], dtype=np.uint32).tolist()])
 
@@ -241,4 +270,34 @@ def generate_gids(nid: str, type_name: str, n: int, *, seed: int = 0) -> list[st
             out.append(g)
         elif attempts > 20 * n + 100:
             raise ValueError(f"could not draw {n} distinct identifiers of type {type_name}")
+    return out
+
+
+def generate_gid_lists(nids: list[str], type_name: str, n: int, *, seed: int = 0) -> list[list[str]]:
+    """`generate_gids` for many NIDs; Ethereum checksums are computed in one vectorised Keccak pass."""
+    t = get_type(type_name)
+    if t.name != "eth_address":
+        return [generate_gids(v, t.name, n, seed=seed) for v in nids]
+    bodies: list[list[str]] = []
+    for nid in nids:
+        rng = rng_for(nid, seed)
+        seen = {nid[2:].lower()}
+        drawn: list[str] = []
+        while len(drawn) < n:
+            b = _draw(rng, HEX_LOWER, 40)
+            if b not in seen:
+                seen.add(b)
+                drawn.append(b)
+        bodies.append(drawn)
+    need = [b for nid, bs in zip(nids, bodies, strict=True) if _eth_casing(nid) not in ("lower", "upper") for b in bs]
+    summed = iter(to_checksum_addresses(need))
+    out = []
+    for nid, bs in zip(nids, bodies, strict=True):
+        casing = _eth_casing(nid)
+        if casing == "lower":
+            out.append(["0x" + b for b in bs])
+        elif casing == "upper":
+            out.append(["0x" + b.upper() for b in bs])
+        else:
+            out.append([next(summed) for _ in bs])
     return out

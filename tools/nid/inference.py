@@ -55,7 +55,7 @@ def out_of_fold_predictions(features: np.ndarray, *, folds: int = 5, seed: int =
     for train_idx, test_idx in GroupKFold(n_splits=k).split(x, y, perm[groups]):
         if classifier == "hgb":
             model = HistGradientBoostingClassifier(max_iter=max_iter, learning_rate=0.1, max_leaf_nodes=15,
-                                                   class_weight="balanced", random_state=seed)
+                                                   random_state=seed)
         else:
             model = LogisticRegression(class_weight="balanced", max_iter=1000)
         model.fit(x[train_idx], y[train_idx])

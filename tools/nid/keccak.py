@@ -75,6 +75,57 @@ def keccak256(data: bytes) -> bytes:
     return b"".join(state[i].to_bytes(8, "little") for i in range(4))
 
 
+def keccak256_many(messages: list[bytes]):
+    """Keccak-256 of many equal-length messages (each under 136 bytes) at once, vectorised over numpy lanes.
+
+    Returns a (len(messages), 32) uint8 array; equal to `keccak256` row by row.
+    """
+    import numpy as np
+
+    rate = 136
+    n = len(messages)
+    if n == 0:
+        return np.zeros((0, 32), dtype=np.uint8)
+    length = len(messages[0])
+    if length >= rate or any(len(m) != length for m in messages):
+        raise ValueError("keccak256_many needs equal-length messages shorter than 136 bytes")
+    block = np.zeros((n, rate), dtype=np.uint8)
+    block[:, :length] = np.frombuffer(b"".join(messages), dtype=np.uint8).reshape(n, length)
+    block[:, length] ^= 0x01
+    block[:, rate - 1] ^= 0x80
+    a = np.zeros((25, n), dtype=np.uint64)
+    a[:17] = block.view("<u8").T
+    sixty_four = np.uint64(64)
+    for rc in _ROUND_CONSTANTS:
+        c = a[0:5] ^ a[5:10] ^ a[10:15] ^ a[15:20] ^ a[20:25]
+        c_rot = (c << np.uint64(1)) | (c >> np.uint64(63))
+        d = np.roll(c, 1, axis=0) ^ np.roll(c_rot, -1, axis=0)
+        a ^= np.tile(d, (5, 1))
+        b = np.empty_like(a)
+        for x in range(5):
+            for y in range(5):
+                i = x + 5 * y
+                r = np.uint64(_ROTATIONS[i])
+                v = a[i] if _ROTATIONS[i] == 0 else (a[i] << r) | (a[i] >> (sixty_four - r))
+                b[y + 5 * ((2 * x + 3 * y) % 5)] = v
+        for y in range(0, 25, 5):
+            row = b[y : y + 5]
+            a[y : y + 5] = row ^ (~np.roll(row, -1, axis=0) & np.roll(row, -2, axis=0))
+        a[0] ^= np.uint64(rc)
+    return np.ascontiguousarray(a[:4].T).astype("<u8").view(np.uint8).reshape(n, 32)
+
+
+def to_checksum_addresses(bodies: list[str]) -> list[str]:
+    """EIP-55 forms of many 40-hex-digit lowercase address bodies (no 0x), hashed in one vectorised pass."""
+    digests = keccak256_many([b.encode("ascii") for b in bodies])
+    out = []
+    for body, dig in zip(bodies, digests, strict=True):
+        hexd = dig.tobytes().hex()
+        out.append("0x" + "".join(ch.upper() if ch.isalpha() and int(h, 16) >= 8 else ch
+                                  for ch, h in zip(body, hexd[:40], strict=True)))
+    return out
+
+
 def to_checksum_address(address: str) -> str:
     """The EIP-55 mixed-case form of a 20-byte hex address (with or without `0x`)."""
     body = address[2:] if address[:2].lower() == "0x" else address

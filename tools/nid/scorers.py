@@ -152,11 +152,13 @@ class CompletionsScorer:
                                                       max_tokens=1, echo=True, logprobs=self.top_logprobs,
                                                       temperature=0.0)
             except openai.APIStatusError as exc:
-                raise UpstreamError(f"The completions endpoint {self.base_url} answered HTTP {exc.status_code}: "
-                                    f"{exc.message}", hint="It must support echo=True with logprobs (vLLM does).")
+                raise UpstreamError(
+                    f"The completions endpoint {self.base_url} answered HTTP {exc.status_code}: {exc.message}",
+                    hint="It must support echo=True with logprobs (vLLM does).",
+                ) from exc
             except (openai.APIConnectionError, openai.APITimeoutError) as exc:
                 raise UpstreamError(f"The completions endpoint {self.base_url} could not be reached "
-                                    f"({type(exc).__name__}).", hint="Check the URL and that the server runs.")
+                                    f"({type(exc).__name__}).", hint="Check the URL and that the server runs.") from exc
             choices = sorted(resp.choices, key=lambda ch: ch.index)
             if len(choices) != len(chunk):
                 raise UpstreamError(f"The endpoint returned {len(choices)} choices for {len(chunk)} prompts.",

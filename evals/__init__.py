@@ -1,0 +1,1 @@
+"""Benchmarks and task suites that measure the tools and the agents."""

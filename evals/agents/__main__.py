@@ -1,0 +1,5 @@
+import sys
+
+from evals.agents.run import main
+
+sys.exit(main())

@@ -1,0 +1,198 @@
+"""Run the agent suite and score it: `python -m evals.agents [--quick] [--policy oracle|model] [--out DIR]`.
+
+Each (task, style) is one ReAct-agent run over the server's tools through one shared MCP session.
+`--policy model` uses the configured OpenAI-compatible endpoint; `--policy oracle` serves the scripted
+oracle (it follows each expected chain) from a local ScriptedLLM, so the suite runs in CI without a
+model. Before running, every expected tool name is checked against the server's tool list; tasks
+naming tools the server lacks are left out and listed (their family is not installed), never scored
+against chains no agent could follow. Writes results.csv, summary.md and metrics.png under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+QUICK_TASKS = ("eo-l8-ndvi-mean", "eo-l8-vegetated-share", "eo-l8-lst-class", "eo-l8-sun-elevation",
+               "eo-compare-ndvi")
+METRICS = ("any_order", "in_order", "exact_match", "parameter", "accuracy", "efficiency")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="research-mcp eval agents", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help=f"run {len(QUICK_TASKS)} tasks only")
+    p.add_argument("--policy", choices=("oracle", "model"), default=None,
+                   help="oracle: the scripted policy (default when no endpoint is configured); model: the endpoint")
+    p.add_argument("--tasks", nargs="*", help="task ids to run (default: all)")
+    p.add_argument("--styles", nargs="*", default=["instruction", "goal"], choices=["instruction", "goal"])
+    p.add_argument("--http", metavar="URL", help="reach the server over streamable HTTP instead of stdio")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default <output>/eval-agents)")
+    p.add_argument("--max-steps", type=int, default=12)
+    p.add_argument("--list", action="store_true", help="list the tasks and exit")
+    return p
+
+
+@contextlib.contextmanager
+def _oracle_endpoint(tasks: list[Any]) -> Iterator[str]:
+    try:
+        from tests.scripted_llm import ScriptedLLM
+    except ImportError as exc:  # an installed package without the repository's tests/
+        raise SystemExit("The oracle policy needs tests/scripted_llm.py (run from the repository).") from exc
+    from evals.agents.oracle import Oracle
+
+    with ScriptedLLM(Oracle(tasks)) as llm:
+        yield llm.base_url
+
+
+def _model(policy: str, base_url: str | None) -> Any:
+    from agents.model import chat_model
+    from tools.settings import get_settings
+
+    if policy == "oracle":
+        return chat_model(get_settings().llm.model_copy(update={"base_url": base_url, "model": "oracle"}))
+    return chat_model()
+
+
+async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: Any, max_steps: int,
+                    console: Any) -> tuple[dict[tuple[str, str], Any], dict[str, dict[str, Any]], list[str]]:
+    """Run every (task, style) on one session; results keyed by (task id, style)."""
+    from agents.react import ask
+    from agents.runner import open_session
+    from evals.agents.metrics import Call, validate_chains
+
+    results: dict[tuple[str, str], Any] = {}
+    async with open_session(target) as session:
+        schemas = {n: i.input_schema for n, i in session.box.info.items()}
+        bad = validate_chains({t.id: t.expected_calls() for t in tasks}, session.box.names())
+        runnable = [t for t in tasks if t.id not in bad]
+        skipped = [f"{tid} (server lacks {', '.join(names)})" for tid, names in bad.items()]
+        stamp = time.strftime("%H%M%S")
+        for t in runnable:
+            for style in styles:
+                try:
+                    r = await ask(t.question(style), session=session, thread_id=f"suite-{t.id}-{style}-{stamp}",
+                                  approval="no", max_steps=max_steps, console=console, model=model)
+                except Exception as exc:  # a failed run is scored as missing, and said
+                    console.print(f"[red]{t.id} {style}: {type(exc).__name__}: {exc}[/]")
+                    continue
+                calls = [Call(c["name"], c.get("args") or {}) for c in r.executed]
+                results[(t.id, style)] = (calls, r.answer)
+    return results, schemas, skipped
+
+
+def write_outputs(out: Path, tasks: list[Any], scores: list[Any]) -> dict[str, Any]:
+    """results.csv (one row per task and style), summary.md (by style and family), metrics.png."""
+    out.mkdir(parents=True, exist_ok=True)
+    fam = {t.id: t.family for t in tasks}
+    rows = [{"task": s.task_id, "family": fam[s.task_id], "style": s.style, "any_order": s.any_order,
+             "in_order": s.in_order, "exact_match": s.exact_match, "parameter": s.parameter,
+             "accuracy": float(s.correct), "efficiency": s.efficiency, "missing": s.missing} for s in scores]
+    with (out / "results.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+    def mean_of(sel: list[dict[str, Any]]) -> dict[str, float]:
+        return {m: sum(r[m] for r in sel) / len(sel) for m in METRICS} if sel else {}
+
+    groups: dict[str, dict[str, float]] = {}
+    for style in sorted({r["style"] for r in rows}):
+        groups[f"all / {style}"] = mean_of([r for r in rows if r["style"] == style])
+        for f in sorted(set(fam.values())):
+            sel = [r for r in rows if r["style"] == style and r["family"] == f]
+            if sel:
+                groups[f"{f} / {style}"] = mean_of(sel)
+    lines = ["| group | n | " + " | ".join(METRICS) + " |", "|---|---|" + "---|" * len(METRICS)]
+    for g, vals in groups.items():
+        style = g.split(" / ")[1]
+        n = sum(1 for r in rows if r["style"] == style and (g.startswith("all") or r["family"] == g.split(" / ")[0]))
+        lines.append(f"| {g} | {n} | " + " | ".join(f"{vals[m]:.3f}" for m in METRICS) + " |")
+    missing = [f"{r['task']} ({r['style']})" for r in rows if r["missing"]]
+    text = "\n".join(lines) + (f"\n\nMissing results (scored 0): {', '.join(missing)}\n" if missing else "\n")
+    (out / "summary.md").write_text(text, encoding="utf-8")
+    _plot(out / "metrics.png", groups)
+    return groups
+
+
+def _plot(path: Path, groups: dict[str, dict[str, float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = [g for g in groups if g.startswith("all")] + [g for g in groups if not g.startswith("all")]
+    metrics = [m for m in METRICS if m != "efficiency"]
+    x = np.arange(len(metrics))
+    width = 0.8 / max(1, len(names))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for i, g in enumerate(names):
+        ax.bar(x + i * width, [groups[g][m] for m in metrics], width, label=g)
+    ax.set_xticks(x + width * (len(names) - 1) / 2, metrics)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score")
+    ax.set_title("Agent suite: trajectory (tool order, parameters) and outcome (accuracy)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import anyio
+    from rich.console import Console
+
+    from agents.connection import ServerTarget
+    from evals.agents.metrics import default_context, score_suite
+    from evals.agents.suite import all_tasks
+    from tools.paths import output_dir
+    from tools.settings import get_settings
+
+    args = _parser().parse_args(argv)
+    tasks = list(all_tasks())
+    if args.list:
+        for t in tasks:
+            print(f"{t.id} [{t.family}] {' -> '.join(s.name for s in t.steps)}")
+        return 0
+    if args.tasks:
+        unknown = sorted(set(args.tasks) - {t.id for t in tasks})
+        if unknown:
+            print(f"unknown task ids: {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        tasks = [t for t in tasks if t.id in args.tasks]
+    elif args.quick:
+        tasks = [t for t in tasks if t.id in QUICK_TASKS]
+    policy = args.policy or ("model" if get_settings().llm.configured else "oracle")
+    out = args.out or output_dir() / "eval-agents"
+    console = Console(stderr=True, quiet=True)
+    target = ServerTarget(url=args.http) if args.http else ServerTarget()
+    t0 = time.perf_counter()
+
+    async def go(model: Any) -> Any:
+        return await run_suite(tasks, args.styles, model=model, target=target, max_steps=args.max_steps,
+                               console=console)
+
+    if policy == "oracle":
+        with _oracle_endpoint(tasks) as url:
+            results, schemas, skipped = anyio.run(go, _model("oracle", url))
+    else:
+        results, schemas, skipped = anyio.run(go, _model("model", None))
+    runnable = [t for t in tasks if not any(s.startswith(t.id + " ") for s in skipped)]
+    truth = {t.id: (t.expected_calls(), t.expected) for t in runnable}
+    scores = score_suite(truth, results, args.styles, default_context(), schemas)
+    groups = write_outputs(out, runnable, scores)
+    print(f"agent suite ({policy}): {len(runnable)} tasks x {len(args.styles)} styles = {len(scores)} runs "
+          f"in {time.perf_counter() - t0:.0f} s; {len(skipped)} tasks left out")
+    for s in skipped:
+        print(f"  left out: {s}")
+    print((out / "summary.md").read_text(encoding="utf-8"))
+    print(f"results: {out / 'results.csv'}  plot: {out / 'metrics.png'}")
+    print(json.dumps({g: round(v["accuracy"], 3) for g, v in groups.items() if g.startswith("all")}))
+    return 0

@@ -1,0 +1,468 @@
+"""DTI benchmarks: AUROC/AUPRC per data set and split against a gradient-boosting baseline and published
+figures; ablations; screening speed against a per-pair loop.
+
+    python -m evals.dti --quick                       # seconds, bundled samples only
+    python -m evals.dti --sets yamanishi_08 --splits warm target_cold --seeds 0 1 --folds-used 2
+    python -m evals.dti --test path/to/test.csv [--train path/to/train.csv]
+    python -m evals.dti --screen 100000               # screening benchmark only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+# GRAM-DTI's reported AUROC / AUPR, DTIAM's in brackets where given (from GRAM-DTI's tables).
+PUBLISHED = {
+    ("yamanishi_08", "warm"): {"GRAM-DTI": (0.977, 0.904), "DTIAM": (0.967, 0.901)},
+    ("yamanishi_08", "target_cold"): {"GRAM-DTI": (0.955, 0.849), "DTIAM": (0.941, 0.844)},
+    ("hetionet", "drug_cold"): {"GRAM-DTI": (0.855, 0.529)},
+    ("activation", "target_cold"): {"GRAM-DTI": (0.834, 0.450)},
+    ("inhibition", "drug_cold"): {"GRAM-DTI": (0.940, 0.756)},
+    ("inhibition", "warm"): {"GRAM-DTI": (0.949, 0.785), "DTIAM": (0.954, 0.845)},
+}
+ABLATIONS = {
+    "no_volume_loss": {"gram_weight": 0.0, "pretrain_epochs": 0},
+    "no_modality_dropout": {"modality_dropout": "none"},
+    "uniform_modality_dropout": {"modality_dropout": "uniform"},
+    "one_modality_per_side": {"modalities": ("drug_ecfp", "protein_composition")},
+}
+
+
+def _metrics(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    if len(np.unique(y)) < 2:
+        return float("nan"), float("nan")
+    return float(roc_auc_score(y, p)), float(average_precision_score(y, p))
+
+
+def gb_baseline(tables, di, pi, y, tr, te, seed: int) -> np.ndarray:
+    """HistGradientBoosting on Morgan ECFP4 bits (1024) + protein amino-acid composition (20)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    def feats(idx):
+        return np.hstack([tables.drugs["ecfp"][di[idx]], tables.proteins["comp"][pi[idx], :20]])
+
+    clf = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1, random_state=seed)
+    clf.fit(feats(tr), y[tr])
+    return clf.predict_proba(feats(te))[:, 1]
+
+
+def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float]:
+    from tools.dti.train import Pairs, fit, predict
+
+    t = time.time()
+    model, _ = fit(tables, Pairs(di[tr], pi[tr], y[tr]), cfg)
+    p = predict(model, tables, di[te], pi[te], threads=cfg.threads)
+    return (*_metrics(y[te], p), time.time() - t)
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def evaluate(
+    name: str,
+    smiles,
+    seqs,
+    drug_ids,
+    target_ids,
+    y,
+    split_iter,
+    seeds: Sequence[int],
+    cfg_kwargs: dict,
+    ablations: Sequence[str],
+    rows: list[dict],
+    resample=None,
+) -> None:
+    """Train/test the model, the GB baseline and ablations on each fold; append one row per result."""
+    from tools.dti.train import TrainConfig, build_tables
+
+    for seed in seeds:
+        if resample is not None:
+            smiles, seqs, _, _, y, split_iter = resample(seed)
+        tables, di, pi, _ = build_tables(smiles, seqs)
+        ok = di >= 0
+        for split, fold, tr, te in split_iter():
+            tr, te = tr[ok[tr]], te[ok[te]]
+            if len(te) == 0 or len(np.unique(y[te])) < 2:
+                continue
+            cfg = TrainConfig(seed=seed, **cfg_kwargs)
+            base = {"dataset": name, "split": split, "seed": seed, "fold": fold, "n_train": len(tr), "n_test": len(te)}
+            au, ap, secs = _train_eval(tables, di, pi, y, tr, te, cfg)
+            rows.append(base | {"method": "GRAM-DTI (this project)", "auroc": au, "auprc": ap, "seconds": secs})
+            _log(f"{name} {split} seed {seed} fold {fold}: model AUROC {au:.4f} AUPRC {ap:.4f} ({secs:.0f}s)")
+            t = time.time()
+            pg = gb_baseline(tables, di, pi, y, tr, te, seed)
+            au, ap = _metrics(y[te], pg)
+            rows.append(
+                base | {"method": "GB baseline (ECFP4 + AAC)", "auroc": au, "auprc": ap, "seconds": time.time() - t}
+            )
+            _log(f"{name} {split} seed {seed} fold {fold}: GB    AUROC {au:.4f} AUPRC {ap:.4f}")
+            for ab in ablations:
+                c = TrainConfig(**(cfg.to_dict() | ABLATIONS[ab]))
+                c.modalities = tuple(c.modalities)
+                au, ap, secs = _train_eval(tables, di, pi, y, tr, te, c)
+                rows.append(base | {"method": f"ablation: {ab}", "auroc": au, "auprc": ap, "seconds": secs})
+                _log(f"{name} {split} seed {seed} fold {fold}: {ab} AUROC {au:.4f} AUPRC {ap:.4f}")
+
+
+def run_dtiam(set_name, splits, seeds, folds_used, cfg_kwargs, ablations, ablation_splits, rows, root) -> None:
+    from evals.dti.data import folds, load_dtiam
+
+    for split in splits:
+
+        def resample(seed, split=split):
+            ps = load_dtiam(set_name, seed, root=root)
+
+            def it():
+                for k, (tr, te) in enumerate(folds(ps, split, ps.n_folds)):
+                    if k >= folds_used:
+                        break
+                    yield split, k, tr, te
+
+            return ps.smiles, ps.sequences, ps.drug_ids, ps.target_ids, ps.y, it
+
+        evaluate(
+            set_name,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            seeds,
+            cfg_kwargs,
+            ablations if split in ablation_splits else (),
+            rows,
+            resample=resample,
+        )
+
+
+def run_train_test(name, split, train_csv: Path, test_csv: Path, seeds, cfg_kwargs, ablations, rows) -> None:
+    from evals.dti.data import load_csv_pairs
+
+    a = load_csv_pairs(train_csv)
+    b = load_csv_pairs(test_csv)
+    smiles = a.smiles + b.smiles
+    seqs = a.sequences + b.sequences
+    y = np.concatenate([a.y, b.y])
+    tr = np.arange(len(a.y))
+    te = np.arange(len(a.y), len(y))
+
+    def it():
+        yield split, 0, tr, te
+
+    evaluate(name, smiles, seqs, None, None, y, it, seeds, cfg_kwargs, ablations, rows)
+
+
+# ------------------------------------------------------------------ screening benchmark
+
+
+def make_library(n: int, seed_smiles: Sequence[str]) -> list[str]:
+    """`n` distinct SMILES strings made by prefixing and suffixing real SMILES with small groups.
+
+    Some are chemically invalid (valence), as in real libraries; they are reported, not scored.
+    """
+    prefixes = [
+        "",
+        "C",
+        "CC",
+        "OC",
+        "NC",
+        "FC",
+        "ClC",
+        "CCC",
+        "C(C)",
+        "OCC",
+        "NCC",
+        "C(F)(F)(F)C",
+        "CO",
+        "CN",
+        "C=CC",
+        "C#CC",
+        "CSC",
+        "N#CC",
+        "OC(=O)C",
+        "c1ccccc1C",
+    ]
+    suffixes = ["", "C", "CC", "O", "N", "F", "Cl", "OC", "C(=O)O", "CCN"]
+    out: list[str] = []
+    seen: set[str] = set()
+    for suf in suffixes:
+        for pre in prefixes:
+            for s in seed_smiles:
+                cand = pre + s + suf
+                if cand not in seen:
+                    seen.add(cand)
+                    out.append(cand)
+                    if len(out) == n:
+                        return out
+    return out
+
+
+def screen_benchmark(n: int, out: Path, loop_sample: int = 200) -> dict:
+    from tools.dti.files import read_molecules
+    from tools.dti.scoring import PairIn, dti_score, dti_screen
+    from tools.paths import sample_path
+
+    lib = [r.smiles for r in read_molecules(sample_path("dti/screening_library.smi"))]
+    smiles = make_library(n, lib)
+    path = out / f"bench_library_{n}.smi"
+    path.write_text("\n".join(f"{s} m{i}" for i, s in enumerate(smiles)) + "\n")
+    import csv
+
+    with open(sample_path("dti/targets.csv")) as fh:
+        target = next(csv.DictReader(fh))["sequence"]
+    # per-pair loop on a sample of fresh molecules (not in the feature cache), extrapolated
+    fresh = make_library(n + loop_sample, lib)[n:]
+    t = time.time()
+    for s in fresh:
+        dti_score(pairs=[PairIn(smiles=s, protein=target)])
+    loop_per_mol = (time.time() - t) / max(1, len(fresh))
+    t = time.time()
+    res = dti_screen(target=target, library=str(path), top_k=100, write_sdf=True)
+    screen_s = time.time() - t
+    est_loop = loop_per_mol * len(smiles)
+    return {
+        "molecules": len(smiles),
+        "scored": res.scored,
+        "rejected": res.rejected,
+        "screen_seconds": round(screen_s, 2),
+        "molecules_per_second": round(len(smiles) / screen_s, 1),
+        "per_pair_loop_seconds_per_molecule": round(loop_per_mol, 5),
+        "per_pair_loop_estimated_seconds": round(est_loop, 1),
+        "speedup_vs_per_pair_loop": round(est_loop / screen_s, 2),
+        "threads": int(os.environ.get("RESEARCH_MCP_DTI__THREADS", "2")),
+        "top_hit": res.top[0].model_dump(),
+    }
+
+
+# ------------------------------------------------------------------ tables and plot
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r["split"], r["method"]), []).append(r)
+    out = []
+    for (ds, sp, m), rs in groups.items():
+        au = np.array([r["auroc"] for r in rs])
+        ap = np.array([r["auprc"] for r in rs])
+        out.append(
+            {
+                "dataset": ds,
+                "split": sp,
+                "method": m,
+                "runs": len(rs),
+                "auroc_mean": float(np.nanmean(au)),
+                "auroc_sd": float(np.nanstd(au)),
+                "auprc_mean": float(np.nanmean(ap)),
+                "auprc_sd": float(np.nanstd(ap)),
+            }
+        )
+    for (ds, sp), pub in PUBLISHED.items():
+        if any(o["dataset"] == ds and o["split"] == sp for o in out):
+            for m, (au, ap) in pub.items():
+                out.append(
+                    {
+                        "dataset": ds,
+                        "split": sp,
+                        "method": f"{m} (published)",
+                        "runs": 0,
+                        "auroc_mean": au,
+                        "auroc_sd": float("nan"),
+                        "auprc_mean": ap,
+                        "auprc_sd": float("nan"),
+                    }
+                )
+    out.sort(key=lambda o: (o["dataset"], o["split"], o["method"]))
+    return out
+
+
+def write_outputs(summary: list[dict], rows: list[dict], out: Path, bench: dict | None) -> dict[str, str]:
+    import csv
+
+    paths = {}
+    with open(out / "dti_results_runs.csv", "w", newline="") as fh:
+        if rows:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    paths["runs_csv"] = str(out / "dti_results_runs.csv")
+    with open(out / "dti_results.csv", "w", newline="") as fh:
+        w = csv.DictWriter(
+            fh, fieldnames=["dataset", "split", "method", "runs", "auroc_mean", "auroc_sd", "auprc_mean", "auprc_sd"]
+        )
+        w.writeheader()
+        w.writerows(summary)
+    paths["csv"] = str(out / "dti_results.csv")
+    lines = ["| data set | split | method | runs | AUROC | AUPRC |", "|---|---|---|---|---|---|"]
+    for s in summary:
+        sd = "" if np.isnan(s["auroc_sd"]) else f" ± {s['auroc_sd']:.3f}"
+        sd2 = "" if np.isnan(s["auprc_sd"]) else f" ± {s['auprc_sd']:.3f}"
+        lines.append(
+            f"| {s['dataset']} | {s['split']} | {s['method']} | {s['runs']} | {s['auroc_mean']:.3f}{sd} "
+            f"| {s['auprc_mean']:.3f}{sd2} |"
+        )
+    if bench:
+        lines += ["", "Screening benchmark:", "", "```", json.dumps(bench, indent=1), "```"]
+    (out / "dti_results.md").write_text("\n".join(lines) + "\n")
+    paths["markdown"] = str(out / "dti_results.md")
+    if summary:
+        paths["png"] = str(plot(summary, out / "dti_results.png"))
+    return paths
+
+
+def plot(summary: list[dict], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = sorted({(s["dataset"], s["split"]) for s in summary})
+    methods = sorted({s["method"] for s in summary})
+    fig, ax = plt.subplots(figsize=(max(6, 1.8 * len(cases)), 4.5))
+    width = 0.8 / max(1, len(methods))
+    for k, m in enumerate(methods):
+        xs, ys, es = [], [], []
+        for i, c in enumerate(cases):
+            hit = [s for s in summary if (s["dataset"], s["split"]) == c and s["method"] == m]
+            if hit:
+                xs.append(i + k * width)
+                ys.append(hit[0]["auroc_mean"])
+                es.append(0 if np.isnan(hit[0]["auroc_sd"]) else hit[0]["auroc_sd"])
+        ax.bar(xs, ys, width, yerr=es, label=m, capsize=2)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
+    ax.set_xticklabels([f"{d}\n{s}" for d, s in cases], fontsize=8)
+    ax.set_ylim(0.5, 1.0)
+    ax.set_ylabel("AUROC")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("Drug-target interaction: AUROC (mean ± sd over seeds/folds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def main(argv: list[str] | None = None) -> int:
+    from evals.dti.data import DRUGBAN_SETS, DTIAM_SETS, SHARED, SPLITS
+
+    ap = argparse.ArgumentParser(
+        prog="python -m evals.dti", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="Seconds: bundled samples, one seed, small screen.")
+    ap.add_argument(
+        "--sets",
+        nargs="*",
+        default=["yamanishi_08", "human_random", "human_cold"],
+        help=f"Of {sorted(DTIAM_SETS) + sorted(DRUGBAN_SETS)}.",
+    )
+    ap.add_argument("--splits", nargs="*", default=list(SPLITS), help="DTIAM splits to run.")
+    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument("--folds-used", type=int, default=10, help="Evaluate only the first N folds of each K-fold.")
+    ap.add_argument("--epochs", type=int, default=None, help="Fine-tuning epochs (default: the shipped model's).")
+    ap.add_argument("--ablations", nargs="*", default=[], choices=sorted(ABLATIONS))
+    ap.add_argument("--ablation-splits", nargs="*", default=["warm", "target_cold"])
+    ap.add_argument("--test", type=Path, help="A CSV with SMILES, Protein, Y to evaluate on.")
+    ap.add_argument(
+        "--train",
+        type=Path,
+        help="Training CSV for --test (default: train.csv beside it, else DrugBAN Human random train).",
+    )
+    ap.add_argument("--screen", type=int, default=0, help="Screening benchmark with N molecules (0 = skip).")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--data", type=Path, default=SHARED, help="Folder with dtiam/ and drugban/.")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--from-runs", nargs="*", type=Path, default=[],
+                    help="Only re-summarise per-run CSVs written by earlier runs (dti_results_runs.csv).")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from tools.paths import output_dir
+
+    out = args.out or output_dir() / "evals" / "dti"
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_kwargs: dict = {"threads": args.threads}
+    if args.epochs:
+        cfg_kwargs["epochs"] = args.epochs
+    rows: list[dict] = []
+    bench = None
+    if args.from_runs:
+        import csv
+
+        for f in args.from_runs:
+            with open(f) as fh:
+                for r in csv.DictReader(fh):
+                    rows.append(r | {k: float(r[k]) for k in ("auroc", "auprc", "seconds")})
+            bj = f.parent / "dti_benchmark.json"
+            if bj.exists():
+                bench = json.loads(bj.read_text())
+    elif args.quick:
+        from tools.paths import sample_path
+
+        cfg_kwargs |= {"epochs": 4, "pretrain_epochs": 1, "batch_size": 64}
+        run_train_test(
+            "bindingdb_sample",
+            "given",
+            sample_path("dti/bindingdb_pairs_train.csv"),
+            sample_path("dti/bindingdb_pairs_test.csv"),
+            [0],
+            cfg_kwargs,
+            args.ablations or ["no_volume_loss"],
+            rows,
+        )
+        bench = screen_benchmark(args.screen or 3000, out, loop_sample=20)
+    elif args.test:
+        train = args.train or (args.test.parent / "train.csv")
+        if not train.exists():
+            train = args.data / DRUGBAN_SETS["human_random"][0]
+        run_train_test(args.test.stem, "given", train, args.test, args.seeds, cfg_kwargs, args.ablations, rows)
+    else:
+        for s in args.sets:
+            if s in DTIAM_SETS:
+                if not (args.data / DTIAM_SETS[s][0]).exists():
+                    _log(f"skipping {s}: {args.data / DTIAM_SETS[s][0]} not found")
+                    continue
+                run_dtiam(
+                    s,
+                    args.splits,
+                    args.seeds,
+                    args.folds_used,
+                    cfg_kwargs,
+                    args.ablations,
+                    args.ablation_splits,
+                    rows,
+                    args.data,
+                )
+            elif s in DRUGBAN_SETS:
+                tr, te = (args.data / p for p in DRUGBAN_SETS[s])
+                if not tr.exists():
+                    _log(f"skipping {s}: {tr} not found")
+                    continue
+                run_train_test(
+                    s, "random" if "random" in s else "both_cold", tr, te, args.seeds, cfg_kwargs, args.ablations, rows
+                )
+            else:
+                ap.error(f"unknown set {s!r}")
+    if args.screen and not args.quick:
+        bench = screen_benchmark(args.screen, out)
+    if bench:
+        (out / "dti_benchmark.json").write_text(json.dumps(bench, indent=1))
+    summary = summarise(rows)
+    paths = write_outputs(summary, rows, out, bench)
+    print((out / "dti_results.md").read_text())
+    print(json.dumps(paths, indent=1))
+    return 0

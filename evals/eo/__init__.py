@@ -1,0 +1,1 @@
+"""EO benchmarks: windowed NDVI against gdal_calc.py and a whole-array NumPy read."""

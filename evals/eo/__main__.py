@@ -1,0 +1,5 @@
+import sys
+
+from evals.eo.run import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from evals.graph.run import main
+
+sys.exit(main())

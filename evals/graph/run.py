@@ -1,0 +1,242 @@
+"""Graph-reasoning eval: a generated benchmark on an OpenAI-compatible model, the factor optimizer, MCP overhead.
+
+    python -m evals.graph --quick                      # small grid on the configured endpoint
+    python -m evals.graph --tasks connectivity cycle --formats adjacency_set gml --schemes LTM CoT
+    python -m evals.graph --optimize --task shortest_path   # factor optimizer live, with Rate
+    python -m evals.graph --overhead                   # MCP call overhead of graph_solve
+    python -m evals.graph --graphomni --limit 300      # GraphOmni's own LTM x Adjacency-Set prompts
+
+The endpoint is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or --base-url / --model).
+Outputs go to --out: rows.csv (one row per question), factors.csv (accuracy, extraction rate, random
+baseline and tokens per factor level), heatmap.png (accuracy, format x scheme), summary.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+
+from tools.errors import ResearchError
+from tools.graph.benchmark import check_levels, heatmap, make_items, run_items, summarize, write_factor_csv, write_rows
+from tools.graph.prompts import SCHEMES
+from tools.graph.serialize import GRAPHOMNI_FORMATS
+from tools.graph.tasks import GRAPHOMNI_TASKS
+from tools.llm import ChatModel, OpenAIChat
+from tools.paths import output_dir
+from tools.settings import get_settings
+
+QUICK = {
+    "tasks": ["connectivity", "shortest_path", "triangle"],
+    "generators": ["ERP"],
+    "formats": ["adjacency_set", "edge_list", "friendship"],
+    "schemes": ["none", "LTM", "CoT"],
+    "difficulties": ["easy"],
+    "per_cell": 2,
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m evals.graph", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a small grid that runs in seconds")
+    ap.add_argument("--tasks", nargs="+", default=GRAPHOMNI_TASKS)
+    ap.add_argument("--generators", nargs="+", default=["ERM", "ERP", "BAG", "SF"])
+    ap.add_argument("--formats", nargs="+", default=GRAPHOMNI_FORMATS)
+    ap.add_argument("--schemes", nargs="+", default=list(SCHEMES))
+    ap.add_argument("--difficulties", nargs="+", default=["easy", "medium", "hard"])
+    ap.add_argument("--per-cell", type=int, default=1)
+    ap.add_argument("--samples", type=int, default=1, help="self-consistency samples (majority vote)")
+    ap.add_argument("--k", type=int, default=3, help="exemplars for few-shot schemes")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-tokens", type=int, default=None)
+    ap.add_argument("--concurrency", type=int, default=None)
+    ap.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: settings)")
+    ap.add_argument("--api-key", default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--scripted", action="store_true",
+                    help="use the built-in scripted solver (networkx answers, wrong on edge_list, silent under "
+                         "'none') instead of an endpoint; --quick falls back to it when no endpoint is set")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (default: <output dir>/eval-graph)")
+    ap.add_argument("--optimize", action="store_true", help="run the factor optimizer live, with an exhaustive "
+                                                             "sweep for its Rate")
+    ap.add_argument("--task", default="shortest_path", help="task for --optimize")
+    ap.add_argument("--batch", type=int, default=4, help="questions per arm in the optimizer's first round")
+    ap.add_argument("--table", action="store_true",
+                    help="the factor optimizer on fixed accuracy tables (no model): Cost and Rate by interaction size")
+    ap.add_argument("--graphomni", action="store_true",
+                    help="ask GraphOmni's published LTM x Adjacency-Set prompts (bundled), scored against graph_info")
+    ap.add_argument("--limit", type=int, default=None, help="with --graphomni: every k-th record, about this many")
+    ap.add_argument("--overhead", action="store_true", help="measure the MCP call overhead of graph_solve")
+    ap.add_argument("--calls", type=int, default=200, help="calls per side for --overhead")
+    ap.add_argument("--stdio", action="store_true", help="with --overhead: also through a stdio subprocess")
+    return ap
+
+
+def _model(args) -> ChatModel:
+    s = get_settings().llm
+    if args.scripted or (args.quick and not (args.base_url or args.api_key or s.configured)):
+        from evals.graph.scripted import ScriptedSolver
+
+        why = "as asked" if args.scripted else "no LLM endpoint is configured"
+        print(f"using the scripted networkx solver ({why}; set OPENAI_BASE_URL for a real model)")
+        return ScriptedSolver()
+    if args.base_url or args.api_key:
+        return OpenAIChat(base_url=args.base_url or s.base_url, api_key=args.api_key or "not-needed",
+                          model=args.model or s.model, timeout_s=s.timeout_s, max_retries=s.max_retries,
+                          concurrency=args.concurrency or s.concurrency)
+    m = OpenAIChat.from_settings()
+    if args.model:
+        m.model = args.model
+    if args.concurrency:
+        m.concurrency = args.concurrency
+    return m
+
+
+def _print_table(summary: dict) -> None:
+    o = summary["overall"]
+    ratio = o["accuracy"] / o["random_baseline"] if o["random_baseline"] else float("inf")
+    print(f"overall: n={o['n']} accuracy={o['accuracy']:.3f} extraction={o['extraction_rate']:.3f} "
+          f"random={o['random_baseline']:.3f} (accuracy / random = {ratio:.2f}x) "
+          f"prompt_tokens={o['mean_prompt_tokens']:.0f} completion_tokens={o['mean_completion_tokens']:.0f}")
+    for factor, levels in summary["by"].items():
+        print(f"-- by {factor}")
+        for level, a in levels.items():
+            print(f"   {level:24s} n={a['n']:4d} acc={a['accuracy']:.3f} extr={a['extraction_rate']:.3f} "
+                  f"rand={a['random_baseline']:.3f} tok={a['mean_prompt_tokens']:.0f}")
+
+
+async def _benchmark(args, out: Path) -> dict:
+    grid = dict(QUICK) if args.quick else {
+        "tasks": args.tasks, "generators": args.generators, "formats": args.formats, "schemes": args.schemes,
+        "difficulties": args.difficulties, "per_cell": args.per_cell}
+    t, g, f, s, d = check_levels(grid["tasks"], grid["generators"], grid["formats"], grid["schemes"],
+                                 grid["difficulties"])
+    items = make_items(t, g, f, s, d, grid["per_cell"], args.seed, k=1 if args.quick else args.k)
+    model = _model(args)
+    t0 = time.perf_counter()
+    rows = await run_items(items, model, samples=args.samples, max_tokens=args.max_tokens,
+                           concurrency=args.concurrency or get_settings().llm.concurrency)
+    summ = summarize(rows)
+    write_rows(rows, out / "rows.csv")
+    write_factor_csv(summ, out / "factors.csv")
+    heatmap(rows, out / "heatmap.png")
+    summ["model"] = model.name
+    summ["seconds"] = time.perf_counter() - t0
+    (out / "summary.json").write_text(json.dumps(summ, indent=2))
+    print(f"graph benchmark: {len(rows)} questions on {model.name} in {summ['seconds']:.1f}s -> {out}")
+    _print_table(summ)
+    return summ
+
+
+async def _optimize(args, out: Path) -> dict:
+    from tools.graph.catalog import graph_optimize_factors
+
+    formats = QUICK["formats"] if args.quick else args.formats
+    schemes = QUICK["schemes"] + ["k-shot"] if args.quick else args.schemes
+    res = await graph_optimize_factors(task=args.task, formats=formats, schemes=schemes,
+                                       budget=0.5 if args.quick else 0.25, batch=args.batch, seed=args.seed,
+                                       exhaustive=True, llm=_model(args))
+    data = res.model_dump()
+    (out / "optimize.json").write_text(json.dumps(data, indent=2))
+    print(f"factor optimizer on {res.model} for {res.task}: chose {res.best_format}/{res.best_scheme} "
+          f"(accuracy {res.best_accuracy:.3f}); Cost {res.cost:.3f}; Rate {res.rate:.3f} "
+          f"(exhaustive best {res.exhaustive_best.format}/{res.exhaustive_best.scheme} "
+          f"{res.exhaustive_best.accuracy:.3f}); {res.questions_asked} questions")
+    return data
+
+
+async def _graphomni(args, out: Path) -> dict:
+    """GraphOmni's own prompts, each reply checked against the record's graph (graph_info), never its gt string."""
+    import csv
+    from collections import defaultdict
+
+    from tools.graph.graphomni import SAMPLE_NAME, read_records, record_graph, record_params
+    from tools.graph.tasks import check, get_task, random_baseline, solve, task_params
+    from tools.llm import Message
+    from tools.paths import sample_path
+
+    records = list(read_records(sample_path(SAMPLE_NAME)))
+    limit = args.limit or (60 if args.quick else len(records))
+    records = records[:: max(1, len(records) // limit)][:limit]
+    model = _model(args)
+    sem = asyncio.Semaphore(args.concurrency or get_settings().llm.concurrency)
+    rows: list[dict] = []
+
+    async def one(rec: dict) -> None:
+        task = get_task(rec["task"])
+        G = record_graph(rec)
+        try:
+            p = task_params(task, G, **record_params(rec))
+        except ResearchError:
+            rows.append({"id": rec["id"], "task": task.key, "difficulty": rec["difficulty"],
+                         "graph_type": rec["graph_type"], "scorable": False, "extracted": False, "correct": False,
+                         "random_baseline": 0.0, "reply": ""})
+            return
+        sol = solve(task, G, p)
+        async with sem:
+            c = await model.complete([Message("user", rec["query"])], max_tokens=args.max_tokens)
+        v = check(task, G, p, c.text, sol)
+        rows.append({"id": rec["id"], "task": task.key, "difficulty": rec["difficulty"],
+                     "graph_type": rec["graph_type"], "scorable": True, "extracted": v.extracted,
+                     "correct": v.correct, "random_baseline": random_baseline(task, G, p, sol),
+                     "reply": c.text[-300:]})
+
+    await asyncio.gather(*(one(r) for r in records))
+    with (out / "graphomni_rows.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by[r["task"]].append(r)
+    scored = [r for r in rows if r["scorable"]]
+    acc = sum(r["correct"] for r in scored) / max(1, len(scored))
+    print(f"GraphOmni LTM x Adjacency Set on {model.name}: {len(rows)} records, {len(scored)} scorable, "
+          f"accuracy {acc:.3f}, extraction {sum(r['extracted'] for r in scored) / max(1, len(scored)):.3f}, "
+          f"random {sum(r['random_baseline'] for r in scored) / max(1, len(scored)):.3f}")
+    summary = {"model": model.name, "records": len(rows), "scorable": len(scored), "accuracy": acc, "by_task": {}}
+    for task, rs in sorted(by.items()):
+        sc = [r for r in rs if r["scorable"]]
+        a = sum(r["correct"] for r in sc) / max(1, len(sc))
+        rb = sum(r["random_baseline"] for r in sc) / max(1, len(sc))
+        summary["by_task"][task] = {"n": len(rs), "scorable": len(sc), "accuracy": a, "random_baseline": rb}
+        print(f"   {task:16s} n={len(rs):4d} acc={a:.3f} rand={rb:.3f}")
+    (out / "graphomni_summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = args.out or (output_dir() / "eval-graph")
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.overhead:
+            from evals.graph.overhead import measure
+
+            measure(calls=20 if args.quick else args.calls, stdio=args.stdio, out=out)
+        elif args.table:
+            from tools.graph.optimize import table_study
+
+            study = asyncio.run(table_study(GRAPHOMNI_TASKS, GRAPHOMNI_FORMATS, list(SCHEMES),
+                                            seeds=2 if args.quick else 10))
+            (out / "optimizer_table.json").write_text(json.dumps(study, indent=2))
+            for r in study:
+                print(f"interaction sd {r['interaction_sd']:.2f}: {r['tables']} tables, Cost {r['cost']:.3f}, "
+                      f"Rate {r['rate']:.3f} (min {r['min_rate']:.3f}); random search, same cost: Rate "
+                      f"{r['random_search_rate']:.3f}")
+        elif args.graphomni:
+            asyncio.run(_graphomni(args, out))
+        elif args.optimize:
+            asyncio.run(_optimize(args, out))
+        else:
+            asyncio.run(_benchmark(args, out))
+    except ResearchError as exc:
+        print(f"error: {exc}")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from evals.longctx.run import main
+
+sys.exit(main())

@@ -1,0 +1,298 @@
+"""Chunked long-context eval: single-shot against chunked per length, the fitted noise regime, a concurrency benchmark.
+
+    python -m evals.longctx --quick                # scripted endpoint, small sets, seconds
+    python -m evals.longctx                        # scripted endpoint, KV 1K-16K and QA 4K-128K
+    python -m evals.longctx --endpoint settings    # the configured OPENAI_BASE_URL / OPENAI_MODEL
+
+Suites: the divide-and-conquer key-value sets (kv_<len>.jsonl, UUID keys, 1K-16K tokens) and real QA
+(NaturalQuestions questions whose gold passage is inserted at --depth into public-domain books cut to
+4K-128K tokens, scored by substring match of the gold answers). Data comes from ../shared/data/longctx
+beside the repository when present, else from the bundled samples. The scripted endpoint's workers
+look the answer up in their chunk or say NA, its manager picks the non-NA report, and its
+single-shot reader errs with probability 1 - exp(-0.02 (T/1000)^1.5). Outputs in --out: results.csv,
+noise.json. The benchmark prints the wall-time ratio of 8 workers read concurrently against one by one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import gzip
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.errors import ResearchError
+from tools.llm import ChatModel, OpenAIChat
+from tools.longctx.chunking import chunk_text
+from tools.longctx.models import ChunkedPoint, SinglePoint
+from tools.longctx.noise import longctx_fit_noise
+from tools.longctx.prompts import TaskSpec
+from tools.longctx.qa import longctx_answer, longctx_single_shot
+from tools.longctx.scoring import substring_match
+from tools.longctx.tokens import default_tokenizer
+from tools.longctx.topologies import run_chunked
+from tools.paths import SAMPLE_DIR, output_dir
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared" / "data" / "longctx"
+SAMPLES = SAMPLE_DIR / "longctx"
+
+
+@dataclass
+class Item:
+    suite: str
+    length: int
+    task: str
+    text: str
+    answers: list[str]
+    kind: str
+    evidence: str | None = None
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m evals.longctx", description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sets that run in seconds")
+    ap.add_argument("--endpoint", choices=["scripted", "settings"], default="scripted",
+                    help="the scripted local endpoint, or the one the settings name")
+    ap.add_argument("--kv-lengths", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 15000])
+    ap.add_argument("--kv-items", type=int, default=20, help="items per KV length (spread over key positions)")
+    ap.add_argument("--qa-lengths", type=int, nargs="+", default=[4000, 8000, 16000, 32000, 64000, 128000])
+    ap.add_argument("--qa-items", type=int, default=10)
+    ap.add_argument("--depth", type=float, default=0.5, help="where the gold passage goes (0 start, 1 end)")
+    ap.add_argument("--kv-chunk-tokens", type=int, default=1000)
+    ap.add_argument("--qa-chunk-tokens", type=int, default=4000)
+    ap.add_argument("--topology", choices=["workers_manager", "chain", "map_reduce"], default="workers_manager")
+    ap.add_argument("--no-single-shot", action="store_true")
+    ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--bench-latency", type=float, default=0.2)
+    ap.add_argument("--out", type=Path, default=None)
+    return ap
+
+
+def _spread(n_total: int, k: int) -> list[int]:
+    if k >= n_total:
+        return list(range(n_total))
+    return sorted({round(i * (n_total - 1) / max(1, k - 1)) for i in range(k)})
+
+
+def kv_items(lengths: list[int], per_length: int) -> list[Item]:
+    out = []
+    for length in lengths:
+        path = SHARED / "divideconquer_kv" / f"kv_{length}.jsonl"
+        if path.is_file():
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+        else:
+            rows = [json.loads(line) for line in (SAMPLES / "kv_retrieval.jsonl").read_text().splitlines()]
+            rows = [r for r in rows if r["length"] == length]
+        for i in _spread(len(rows), per_length):
+            r = rows[i]
+            out.append(Item("kv", length, r["input"].strip(), r["context"], [r["answer"]], "retrieval"))
+    return out
+
+
+def _nq(n: int) -> list[dict[str, Any]]:
+    path = SHARED / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"
+    rows = []
+    if path.is_file():
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                d = json.loads(line)
+                rows.append({"question": d["question"], "answers": d["answers"], "title": d["ctxs"][0]["title"],
+                             "passage": d["ctxs"][0]["text"]})
+                if len(rows) >= n:
+                    break
+    else:
+        rows = [json.loads(line) for line in (SAMPLES / "nq_questions.jsonl").read_text().splitlines()][:n]
+    return rows
+
+
+def _haystack(min_chars: int) -> str:
+    """Public-domain books joined until they reach `min_chars` (the bundled one, repeated, if needed)."""
+    books = sorted((SHARED / "gutenberg").glob("pg*.txt")) if (SHARED / "gutenberg").is_dir() else []
+    books = books or [SAMPLES / "alice.txt"]
+    texts: list[str] = []
+    i = 0
+    while sum(len(t) for t in texts) < min_chars:
+        texts.append(books[i % len(books)].read_text(encoding="utf-8"))
+        i += 1
+    return "\n\n".join(texts)
+
+
+def qa_items(lengths: list[int], per_length: int, depth: float) -> list[Item]:
+    tok = default_tokenizer()
+    hay = _haystack(int(max(lengths) * 5))
+    while tok.count(hay) < max(lengths) * 1.05:
+        hay = hay + "\n\n" + hay
+    offs = tok.offsets(hay)
+    questions = _nq(per_length)
+    out = []
+    for length in lengths:
+        for q in questions:
+            gold = f"{q['title']}\n{q['passage']}"
+            room = max(0, length - tok.count(gold) - 4)
+            base = hay[: offs[room]] if room < len(offs) else hay
+            cut = base.rfind("\n\n", 0, int(len(base) * depth)) + 2 if depth < 1 else len(base)
+            cut = max(cut, 0)
+            text = base[:cut] + gold + "\n\n" + base[cut:]
+            out.append(Item("qa", length, q["question"], text, q["answers"], "qa", q["passage"]))
+    return out
+
+
+async def evaluate(model: ChatModel, items: list[Item], chunk_tokens: dict[str, int], topology: str,
+                   single: bool) -> list[dict[str, Any]]:
+    tok = default_tokenizer()
+    rows = []
+    for it in items:
+        tokens = tok.count(it.text)
+        r = await longctx_answer(task=it.task, text=it.text, task_kind=it.kind, topology=topology,
+                                 chunk_tokens=chunk_tokens[it.suite], overlap_tokens=chunk_tokens[it.suite] // 10,
+                                 llm=model)
+        rows.append({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "chunked",
+                     "chunk_tokens": r.text_tokens_per_chunk, "correct": int(substring_match(r.answer, it.answers)),
+                     "chunks": r.chunks_total, "failed_chunks": len(r.chunks_failed), "calls": r.llm_calls})
+        if single:
+            try:
+                s = await longctx_single_shot(task=it.task, text=it.text, task_kind=it.kind, llm=model)
+                ok = substring_match(s.answer, it.answers)
+            except ResearchError:
+                ok = False  # e.g. the text is over the model's context window
+            rows.append({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "single_shot",
+                         "chunk_tokens": "", "correct": int(ok), "chunks": 1, "failed_chunks": 0, "calls": 1})
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["suite"], r["length"], r["mode"]), []).append(r)
+    out = []
+    for (suite, length, mode), rs in sorted(groups.items()):
+        out.append({"suite": suite, "length": length, "mode": mode, "items": len(rs),
+                    "tokens": round(sum(r["tokens"] for r in rs) / len(rs)),
+                    "accuracy": sum(r["correct"] for r in rs) / len(rs),
+                    "chunk_tokens": rs[0]["chunk_tokens"], "mean_chunks": sum(r["chunks"] for r in rs) / len(rs),
+                    "failed_chunks": sum(r["failed_chunks"] for r in rs)})
+    return out
+
+
+def fit_suite(summary: list[dict[str, Any]], suite: str) -> dict[str, Any] | None:
+    single = [SinglePoint(tokens=s["tokens"], accuracy=s["accuracy"], items=s["items"])
+              for s in summary if s["suite"] == suite and s["mode"] == "single_shot"]
+    chunked = [ChunkedPoint(tokens=s["tokens"], chunk_tokens=int(s["chunk_tokens"]), accuracy=s["accuracy"],
+                            items=s["items"], n_chunks=max(1, round(s["mean_chunks"])))
+               for s in summary if s["suite"] == suite and s["mode"] == "chunked"]
+    if not single:
+        return None
+    try:
+        fit = longctx_fit_noise(single_shot=single, chunked=chunked)
+    except ResearchError as exc:
+        return {"error": str(exc)}
+    return fit.model_dump(exclude={"rows"})
+
+
+async def bench(latency_s: float, workers: int = 8, repeats: int = 3) -> dict[str, float]:
+    """Median wall time of `workers` chunk calls read one by one against all at once (every worker says NA)."""
+    from evals.longctx.scripted import PaperRules
+    from tests.scripted_llm import ScriptedLLM
+
+    tok = default_tokenizer()
+    text = (SAMPLES / "alice.txt").read_text(encoding="utf-8")
+    chunks = chunk_text(text, 1000, 0, tok)[:workers]
+    spec = TaskSpec('Key: "00000000-0000-0000-0000-000000000000"', "retrieval")
+    out: dict[str, float] = {}
+    with ScriptedLLM(PaperRules(), latency_s=latency_s) as server:
+        model = OpenAIChat(base_url=server.base_url, api_key="x", model="scripted", concurrency=workers)
+        try:
+            # Warm-up: open the client's connections, so neither side pays for them.
+            await run_chunked(model, spec, chunks, "workers_manager", tokenizer=tok, chunk_tokens=1200,
+                              concurrency=workers)
+            times: dict[str, list[float]] = {"sequential_s": [], "concurrent_s": []}
+            for _ in range(repeats):
+                for label, conc in (("sequential_s", 1), ("concurrent_s", workers)):
+                    t0 = time.perf_counter()
+                    run = await run_chunked(model, spec, chunks, "workers_manager", tokenizer=tok, chunk_tokens=1200,
+                                            concurrency=conc)
+                    times[label].append(time.perf_counter() - t0)
+                    if run.llm_calls != workers or run.chunks_read != workers:
+                        raise RuntimeError(f"benchmark run read {run.chunks_read} of {workers} chunks")
+            out = {k: statistics.median(v) for k, v in times.items()}
+        finally:
+            await model.aclose()
+        out["max_in_flight"] = server.max_active
+    out["ratio"] = out["concurrent_s"] / out["sequential_s"]
+    return out
+
+
+def _print_table(summary: list[dict[str, Any]]) -> None:
+    print(f"{'suite':5} {'length':>7} {'tokens':>7} {'mode':12} {'items':>5} {'accuracy':>8} {'chunks':>6}")
+    for s in summary:
+        print(f"{s['suite']:5} {s['length']:>7} {s['tokens']:>7} {s['mode']:12} {s['items']:>5} "
+              f"{s['accuracy']:>8.1%} {s['mean_chunks']:>6.1f}")
+
+
+async def _run(args: argparse.Namespace) -> int:
+    if args.quick:
+        args.kv_lengths, args.kv_items = [1000, 2000], 4
+        args.qa_lengths, args.qa_items = [4000, 8000], 3
+    items = kv_items(args.kv_lengths, args.kv_items) + qa_items(args.qa_lengths, args.qa_items, args.depth)
+    chunk_tokens = {"kv": args.kv_chunk_tokens, "qa": args.qa_chunk_tokens}
+    out = args.out or output_dir() / "eval-longctx"
+    out.mkdir(parents=True, exist_ok=True)
+    if args.endpoint == "scripted":
+        from evals.longctx.scripted import PaperRules
+        from tests.scripted_llm import ScriptedLLM
+
+        rules = PaperRules()
+        for it in items:
+            if it.evidence:
+                rules.register_qa(it.task, it.evidence, it.answers[0])
+        with ScriptedLLM(rules) as server:
+            model = OpenAIChat(base_url=server.base_url, api_key="x", model="scripted", max_retries=2)
+            try:
+                rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot)
+            finally:
+                await model.aclose()
+    else:
+        model = OpenAIChat.from_settings()
+        try:
+            rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot)
+        finally:
+            await model.aclose()
+    summary = summarize(rows)
+    with (out / "results.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(summary[0]))
+        w.writeheader()
+        w.writerows(summary)
+    _print_table(summary)
+    fits = {suite: fit_suite(summary, suite) for suite in ("kv", "qa")}
+    for suite, fit in fits.items():
+        if fit and "regime" in fit:
+            cross = f"{fit['crossover_tokens']:.0f}" if fit["crossover_tokens"] is not None else "none"
+            beta = f"{fit['beta']:.2f}" if fit["beta"] is not None else "n/a"
+            print(f"{suite}: regime {fit['regime']}, beta {beta}, alpha {fit['alpha']}, crossover tokens {cross}")
+        elif fit:
+            print(f"{suite}: no fit ({fit['error']})")
+    result: dict[str, Any] = {"fits": fits, "summary": summary}
+    if not args.no_bench:
+        b = await bench(args.bench_latency, repeats=1 if args.quick else 3)
+        print(f"concurrency benchmark: 8 workers at {args.bench_latency * 1000:.0f} ms latency: sequential "
+              f"{b['sequential_s']:.2f} s, concurrent {b['concurrent_s']:.2f} s, ratio {b['ratio']:.3f} "
+              f"(ideal 0.125, median of {1 if args.quick else 3}), max in flight {b['max_in_flight']:.0f}")
+        result["bench"] = b
+    (out / "noise.json").write_text(json.dumps(result, indent=2, default=str))
+    print(f"wrote {out / 'results.csv'} and {out / 'noise.json'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except ResearchError as exc:
+        print(f"error: {exc}")
+        return 2

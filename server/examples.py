@@ -1,0 +1,38 @@
+"""One worked call per tool family on the bundled samples: what `research-mcp demo` runs and the README shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Example:
+    family: str
+    tool: str
+    arguments: dict[str, Any]
+    what: str
+
+
+EXAMPLES: list[Example] = [
+    Example("graph", "graph_solve",
+            {"task": "shortest_path", "graph": {"edges": [[0, 1], [1, 2], [2, 3], [0, 4], [4, 3]]},
+             "source": 0, "target": 3},
+            "exact shortest path with its witness"),
+    Example("graph", "graph_check_answer",
+            {"task": "shortest_path", "graph": {"edges": [[0, 1], [1, 2], [2, 3], [0, 4], [4, 3]]},
+             "source": 0, "target": 3, "answer": "The shortest path is 0 -> 4 -> 3."},
+            "check a model's free-text answer against the graph"),
+    Example("eo", "eo_spectral_index", {"scene": "sample://eo/landsat8_c1_l1t", "index": "NDVI"},
+            "NDVI GeoTIFF + quicklook from the Landsat 8 sample (TOA, sun-corrected)"),
+    Example("eo", "eo_land_surface_temperature", {"scene": "sample://eo/landsat8_c1_l1t"},
+            "land surface temperature from TIRS band 10"),
+    Example("nid", "nid_detect", {"path": "sample://nid/jsonlite_MD5.txt"},
+            "natural identifiers (MD5 digests) in a real R package manifest"),
+    Example("nid", "nid_generate", {"identifier": "0x0D8775F648430679A709E98d2b0Cb6250d2887EF", "n": 4},
+            "same-format stand-ins (GIDs) for an Ethereum address, with valid EIP-55 checksums"),
+    Example("longctx", "longctx_chunk", {"path": "sample://longctx/alice.txt", "chunk_tokens": 2000},
+            "token-aware chunks of a whole book, covering every character"),
+    Example("dti", "dti_score", {"path": "sample://dti/bindingdb_pairs_test.csv"},
+            "drug-target interaction scores for 49 BindingDB pairs with the shipped model"),
+]

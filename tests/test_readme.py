@@ -1,0 +1,50 @@
+"""The README's commands stay true: its tool calls are the demo's, and each one succeeds."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from mcp import Client
+
+from server.app import build_server
+from server.examples import EXAMPLES
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.anyio
+README = (REPO / "README.md").read_text(encoding="utf-8")
+CALL = re.compile(r"^research-mcp call (\w+) '(.*)'$", re.MULTILINE)
+
+
+def readme_calls() -> list[tuple[str, dict]]:
+    return [(m.group(1), json.loads(m.group(2))) for m in CALL.finditer(README)]
+
+
+def test_the_readme_shows_every_demo_call() -> None:
+    shown = readme_calls()
+    assert len(shown) >= len(EXAMPLES)
+    for ex in EXAMPLES:
+        assert (ex.tool, ex.arguments) in shown, f"README lacks: research-mcp call {ex.tool} '{json.dumps(ex.arguments)}'"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    assert ci[-1] in README
+
+
+def test_python_snippets_run() -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README, re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+
+
+async def test_every_readme_call_succeeds() -> None:
+    async with Client(build_server(log_level="CRITICAL")) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        for tool, args in readme_calls():
+            assert tool in names
+            result = await client.call_tool(tool, args)
+            assert not result.is_error, (tool, result.content)

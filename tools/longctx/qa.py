@@ -1,0 +1,234 @@
+"""The model-calling longctx tools: chunked answering, single-shot answering, choosing the chunk size."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from tools.errors import InvalidInput, LimitExceeded, unknown_name
+from tools.llm import ChatModel, resolve_llm
+from tools.longctx.inputs import load_text
+from tools.longctx.models import AnswerResult, CandidateScore, ChooseResult, ChunkReport, Document, SingleShotResult
+from tools.longctx.prompts import TaskSpec
+from tools.longctx.scoring import substring_match
+from tools.longctx.tokens import DEFAULT_ENCODING, ENCODING_NAMES, Tokenizer, get_tokenizer
+from tools.longctx.topologies import Report, RunResult, make_chunks, run_chunked, run_single_shot
+from tools.progress import Progress, report
+from tools.settings import get_settings
+
+TaskKindArg = Annotated[
+    Literal["retrieval", "qa", "summarization", "aggregation"],
+    Field(description="retrieval (an exact value), qa (a short answer), summarization, or aggregation "
+                      "(min, max or count; set `aggregate`)."),
+]
+AggregateArg = Annotated[
+    Literal["min", "max", "count"] | None,
+    Field(description="For task_kind='aggregation': min, max or count. Leave unset otherwise."),
+]
+TopologyArg = Annotated[
+    Literal["workers_manager", "chain", "map_reduce"],
+    Field(description="workers_manager: parallel workers answer or say NA, a manager decides (default). chain: "
+                      "sequential workers pass running notes (Chain-of-Agents). map_reduce: map with confidence, "
+                      "collapse, reduce (LLM x MapReduce)."),
+]
+EncodingArg = Annotated[str, Field(description="Token encoding: cl100k_base (default), o200k_base or approx.")]
+TextArg = Annotated[str | None, Field(description="The long text inline. Or give `path`.")]
+PathArg = Annotated[str | None, Field(description="A UTF-8 text file inside the roots, or a sample:// URI "
+                                                  "(e.g. sample://longctx/alice.txt).")]
+
+
+def _tokenizer(name: str) -> Tokenizer:
+    if name not in ENCODING_NAMES:
+        raise unknown_name("token encoding", name, ENCODING_NAMES)
+    return get_tokenizer(name)
+
+
+def _spec(task: str, task_kind: str, aggregate: str | None) -> TaskSpec:
+    if not task.strip():
+        raise InvalidInput("The task is empty.", hint="Say what to find, answer or summarise.")
+    if task_kind == "aggregation" and aggregate is None:
+        raise InvalidInput("task_kind='aggregation' needs `aggregate`.", hint="Set aggregate to min, max or count.")
+    if task_kind != "aggregation" and aggregate is not None:
+        raise InvalidInput(f"`aggregate` only applies to task_kind='aggregation', not {task_kind!r}.",
+                           hint="Drop `aggregate`, or set task_kind='aggregation'.")
+    return TaskSpec(task.strip(), task_kind, aggregate)  # type: ignore[arg-type]
+
+
+def _short(text: str, n: int = 300) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _report_out(r: Report) -> ChunkReport:
+    return ChunkReport(part=r.part, start_char=r.start, end_char=r.end, status=r.status, text=_short(r.text),
+                       confidence=r.confidence, error=r.error)
+
+
+def _answer_result(run: RunResult, llm: ChatModel, text_tokens: int, chunk_tokens: int, budget: int,
+                   overlap: int, encoding: str) -> AnswerResult:
+    answers = [r for r in run.reports if r.status == "answer"]
+    nas = sum(1 for r in run.reports if r.status == "na")
+    failed = run.failed
+    summary = (f"Read {run.chunks_read} of {len(run.chunks)} chunks: {len(answers)} with information, {nas} NA"
+               + (f", {len(failed)} failed (parts {', '.join(str(r.part) for r in failed[:20])})." if failed else "."))
+    return AnswerResult(
+        answer=run.answer, summary=summary, task_kind=run.kind, topology=run.topology,
+        chunks_total=len(run.chunks), chunks_read=run.chunks_read, chunks_with_answer=len(answers), chunks_na=nas,
+        chunks_failed=[_report_out(r) for r in failed], evidence=[_report_out(r) for r in answers[:40]],
+        aggregator=run.aggregator, planner_instruction=run.instruction, text_tokens=text_tokens,
+        chunk_tokens=chunk_tokens, text_tokens_per_chunk=budget, overlap_tokens=overlap, encoding=encoding,
+        model=getattr(llm, "name", "") or "", llm_calls=run.llm_calls, prompt_tokens=run.prompt_tokens,
+        completion_tokens=run.completion_tokens, collapse_rounds=run.collapse_rounds, notes=run.notes,
+    )
+
+
+async def longctx_answer(
+    task: Annotated[str, Field(description="The question or instruction, e.g. 'Who wrote the letter?'. For key-value "
+                                           "retrieval include the key.")],
+    text: TextArg = None,
+    path: PathArg = None,
+    task_kind: TaskKindArg = "qa",
+    aggregate: AggregateArg = None,
+    topology: TopologyArg = "workers_manager",
+    chunk_tokens: Annotated[int, Field(ge=64, le=1_000_000, description="Tokens of each worker prompt, template "
+                                       "and task included (the text gets the rest).")] = 4000,
+    overlap_tokens: Annotated[int, Field(ge=0, description="Tokens consecutive chunks share (about 5% of the "
+                                         "chunk); forced to 0 for counting.")] = 200,
+    planner: Annotated[bool, Field(description="First rewrite the task into a per-chunk instruction.")] = False,
+    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at the same time.")] = 8,
+    encoding: EncodingArg = DEFAULT_ENCODING,
+    progress: Progress | None = None,
+    llm: ChatModel | None = None,
+) -> AnswerResult:
+    """Answer a question over a long text by splitting it into chunks that worker models read.
+
+    Use when the text is too long for one call, or long enough that a model reading it whole gets
+    lost (see longctx_fit_noise). The text is cut at paragraph or sentence bounds into chunks that
+    together cover all of it. With the default topology each worker answers from its chunk or says
+    NA and a manager decides; `chain` passes running notes along (better when facts must be combined
+    across chunks); `map_reduce` merges confidence-scored results. Min, max and count are combined
+    exactly in code. Returns the answer, how many chunks were read, which failed (never silently
+    dropped), the non-NA evidence with character spans, and call and token counts. Progress is
+    reported per chunk; cancelling stops the remaining calls. Bounds: text up to
+    RESEARCH_MCP_LONGCTX__MAX_TEXT_CHARS characters and RESEARCH_MCP_LONGCTX__MAX_CHUNKS chunks.
+    """
+    spec = _spec(task, task_kind, aggregate)
+    body = load_text(text, path)
+    tok = _tokenizer(encoding)
+    model = resolve_llm(llm)
+    chunks, budget, notes = make_chunks(body, spec, topology, chunk_tokens, overlap_tokens, tok, planner=planner)
+    text_tokens = tok.count(body)
+    report(progress, 0, len(chunks) + 1 + int(planner), f"{len(chunks)} chunks of up to {budget} text tokens")
+    run = await run_chunked(model, spec, chunks, topology, tokenizer=tok, chunk_tokens=chunk_tokens,
+                            concurrency=concurrency, planner=planner, progress=progress)
+    run.notes[:0] = notes
+    used_overlap = 0 if any("Overlap set to 0" in n for n in notes) else min(overlap_tokens, budget // 2)
+    return _answer_result(run, model, text_tokens, chunk_tokens, budget, used_overlap, tok.name)
+
+
+async def longctx_single_shot(
+    task: Annotated[str, Field(description="The question or instruction.")],
+    text: TextArg = None,
+    path: PathArg = None,
+    task_kind: TaskKindArg = "qa",
+    aggregate: AggregateArg = None,
+    encoding: EncodingArg = DEFAULT_ENCODING,
+    llm: ChatModel | None = None,
+) -> SingleShotResult:
+    """Answer a question with the whole text in one model call (the baseline chunking is measured against).
+
+    Use for texts that fit the model's context, or to measure how single-shot accuracy falls with
+    length (feed the results to longctx_fit_noise). Returns the answer and token counts. Bound: the
+    text may have at most RESEARCH_MCP_LONGCTX__MAX_SINGLE_SHOT_TOKENS tokens; longer texts need
+    longctx_answer.
+    """
+    spec = _spec(task, task_kind, aggregate)
+    body = load_text(text, path)
+    tok = _tokenizer(encoding)
+    n = tok.count(body)
+    limit = get_settings().longctx.max_single_shot_tokens
+    if n > limit:
+        raise LimitExceeded("The text (tokens) for one call", n, limit, "RESEARCH_MCP_LONGCTX__MAX_SINGLE_SHOT_TOKENS")
+    model = resolve_llm(llm)
+    answer, c = await run_single_shot(model, spec, body)
+    return SingleShotResult(answer=answer, task_kind=task_kind, text_tokens=n, model=c.model or model.name,
+                            prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens)
+
+
+async def longctx_choose_chunk_size(
+    documents: Annotated[list[Document], Field(min_length=1, description="m documents (3-5 is typical), each with "
+                                               "a task and gold answers, inline text or a path.")],
+    candidates: Annotated[list[int], Field(min_length=1, description="Chunk sizes (worker prompt tokens) to try.")]
+    = [1000, 2000, 4000, 8000],  # noqa: B006 - pydantic copies defaults
+    task_kind: TaskKindArg = "qa",
+    aggregate: AggregateArg = None,
+    topology: TopologyArg = "workers_manager",
+    overlap_fraction: Annotated[float, Field(ge=0, le=0.5, description="Overlap as a fraction of the chunk.")] = 0.05,
+    include_single_shot: Annotated[bool, Field(description="Also score reading each document whole.")] = False,
+    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at the same time.")] = 8,
+    encoding: EncodingArg = DEFAULT_ENCODING,
+    progress: Progress | None = None,
+    llm: ChatModel | None = None,
+) -> ChooseResult:
+    """Pick the chunk size by running chunked answering with each candidate on a few labelled documents.
+
+    Use before a large run: the best chunk size balances model noise (long chunks confuse the
+    model) against task noise (short chunks split facts that belong together) and aggregator
+    noise. A prediction counts as correct when a gold answer occurs in it (normalised). Returns
+    the accuracy, mean chunk count and calls per candidate, the best size (ties go to the larger,
+    which costs fewer calls) and, optionally, single-shot accuracy. Bounds:
+    RESEARCH_MCP_LONGCTX__MAX_DOCUMENTS documents, RESEARCH_MCP_LONGCTX__MAX_CANDIDATES sizes.
+    """
+    lim = get_settings().longctx
+    if len(documents) > lim.max_documents:
+        raise LimitExceeded("The number of documents", len(documents), lim.max_documents,
+                            "RESEARCH_MCP_LONGCTX__MAX_DOCUMENTS")
+    sizes = sorted(set(candidates))
+    if len(sizes) > lim.max_candidates:
+        raise LimitExceeded("The number of candidate sizes", len(sizes), lim.max_candidates,
+                            "RESEARCH_MCP_LONGCTX__MAX_CANDIDATES")
+    if sizes[0] < 64:
+        raise InvalidInput(f"Candidate chunk sizes must be at least 64 tokens, got {sizes[0]}.",
+                           hint="Try sizes such as 1000, 2000, 4000, 8000.")
+    tok = _tokenizer(encoding)
+    model = resolve_llm(llm)
+    docs = []
+    for i, d in enumerate(documents):
+        if not d.answers:
+            raise InvalidInput(f"Document {i} has no gold answers.", hint="Give each document at least one answer.")
+        docs.append((_spec(d.task, task_kind, aggregate), load_text(d.text, d.path), d.answers))
+    steps = len(sizes) * len(docs) + (len(docs) if include_single_shot else 0)
+    done = 0
+    rows: list[CandidateScore] = []
+    for size in sizes:
+        correct = calls = failed = n_chunks = 0
+        for spec, body, answers in docs:
+            chunks, _, _ = make_chunks(body, spec, topology, size, int(size * overlap_fraction), tok)
+            run = await run_chunked(model, spec, chunks, topology, tokenizer=tok, chunk_tokens=size,
+                                    concurrency=concurrency)
+            correct += substring_match(run.answer, answers)
+            calls += run.llm_calls
+            failed += len(run.failed)
+            n_chunks += len(chunks)
+            done += 1
+            report(progress, done, steps, f"chunk size {size}: document {done}")
+        rows.append(CandidateScore(chunk_tokens=size, accuracy=correct / len(docs), correct=correct,
+                                   documents=len(docs), mean_chunks=n_chunks / len(docs), llm_calls=calls,
+                                   failed_chunks=failed))
+    single = None
+    if include_single_shot:
+        hits = 0
+        for spec, body, answers in docs:
+            answer, _ = await run_single_shot(model, spec, body)
+            hits += substring_match(answer, answers)
+            done += 1
+            report(progress, done, steps, "single shot")
+        single = hits / len(docs)
+    best = max(rows, key=lambda r: (r.accuracy, r.chunk_tokens))
+    mean_tokens = sum(tok.count(b) for _, b, _ in docs) / len(docs)
+    rec = f"Use chunk_tokens={best.chunk_tokens} (accuracy {best.accuracy:.0%} on {len(docs)} documents)."
+    if single is not None and single >= best.accuracy:
+        rec = f"Reading whole scored {single:.0%}, at least as well as chunking ({best.accuracy:.0%}): do not chunk."
+    return ChooseResult(best_chunk_tokens=best.chunk_tokens, best_accuracy=best.accuracy, candidates=rows,
+                        single_shot_accuracy=single, documents=len(docs), mean_text_tokens=mean_tokens,
+                        recommendation=rec)

@@ -1,0 +1,59 @@
+"""The longctx_chunk tool: show how a text splits into token-bounded, overlapping chunks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Annotated
+
+from pydantic import Field
+
+from tools.errors import unknown_name
+from tools.longctx.chunking import chunk_text
+from tools.longctx.inputs import load_text
+from tools.longctx.models import ChunkInfo, ChunkResult
+from tools.longctx.tokens import DEFAULT_ENCODING, ENCODING_NAMES, get_tokenizer
+from tools.paths import output_path
+
+
+def longctx_chunk(
+    text: Annotated[str | None, Field(description="The text inline. Or give `path`.")] = None,
+    path: Annotated[str | None, Field(description="A UTF-8 text file inside the roots, or a sample:// URI "
+                                                  "(e.g. sample://longctx/alice.txt).")] = None,
+    chunk_tokens: Annotated[int, Field(ge=1, le=1_000_000, description="Most tokens per chunk.")] = 4000,
+    overlap_tokens: Annotated[int, Field(ge=0, description="Most tokens consecutive chunks share "
+                                         "(at most half a chunk).")] = 200,
+    encoding: Annotated[str, Field(description="cl100k_base (default), o200k_base or approx.")] = DEFAULT_ENCODING,
+    write_file: Annotated[bool, Field(description="Also write every chunk's full text to a JSONL file.")] = False,
+) -> ChunkResult:
+    """Split a long text into chunks of at most `chunk_tokens` tokens that together cover all of it.
+
+    Use to see how longctx_answer will read a text, or to feed chunks to another tool. Cuts fall on
+    paragraph, line or sentence bounds where one is near the budget; consecutive chunks share up to
+    `overlap_tokens` tokens so that a passage shorter than the overlap is never cut. Returns each
+    chunk's character span, token count and a preview (full texts in a JSONL file when write_file is
+    set). Token counts use OpenAI's BPE vocabularies, offline. Bounds:
+    RESEARCH_MCP_LONGCTX__MAX_TEXT_CHARS characters, RESEARCH_MCP_LONGCTX__MAX_CHUNKS chunks.
+    """
+    body = load_text(text, path)
+    if encoding not in ENCODING_NAMES:
+        raise unknown_name("token encoding", encoding, ENCODING_NAMES)
+    tok = get_tokenizer(encoding)
+    chunks = chunk_text(body, chunk_tokens, overlap_tokens, tok)
+    covers = chunks[0].start == 0 and chunks[-1].end == len(body) and all(
+        b.start <= a.end for a, b in itertools.pairwise(chunks))
+    file = None
+    if write_file:
+        out = output_path("longctx-chunks", ".jsonl")
+        with out.open("w", encoding="utf-8") as f:
+            for c in chunks:
+                f.write(json.dumps({"index": c.index, "start_char": c.start, "end_char": c.end, "tokens": c.tokens,
+                                    "text": c.text}, ensure_ascii=False) + "\n")
+        file = str(out)
+    return ChunkResult(
+        encoding=tok.name, text_chars=len(body), text_tokens=tok.count(body), chunk_tokens=chunk_tokens,
+        overlap_tokens=overlap_tokens, n_chunks=len(chunks), covers_text=covers,
+        chunks=[ChunkInfo(index=c.index, start_char=c.start, end_char=c.end, tokens=c.tokens,
+                          preview=c.text[:60]) for c in chunks],
+        file=file,
+    )
