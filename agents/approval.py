@@ -2,7 +2,8 @@
 
 A tool whose MCP annotations say it is read-only never needs approval. Any other tool needs it when
 one of its arguments is a filesystem path (by the parameter's name or the value's shape) that lies
-outside the output folder. Bundled `sample://` URIs are read-only data and never count. Relative
+outside the output folder. Bundled samples (`sample://` URIs, or their files by path) are read-only data
+and never count. Relative
 paths are taken from the server's working folder, as the server itself resolves them.
 """
 
@@ -53,9 +54,11 @@ def approval_reason(info: ToolInfo | None, args: dict[str, Any], output_dir: Pat
         return "the tool is unknown to this session, so what it writes cannot be judged"
     if info.read_only:
         return None
+    from tools.paths import SAMPLE_DIR
+
     out = output_dir.expanduser().resolve()
     for name, value in path_arguments(info, args):
         p = _resolve(value, cwd)
-        if not p.is_relative_to(out):
+        if not p.is_relative_to(out) and not p.is_relative_to(SAMPLE_DIR):
             return f"{info.name} may write, and its argument {name}={value!r} lies outside the output folder {out}"
     return None

@@ -42,9 +42,10 @@ def ndvi_task(scene: str = L8, task_id: str = "ndvi") -> Task:
 
 def three_step_task() -> Task:
     return Task(
-        id="three", family="eo", goal=f"Compute NDVI and NDWI of {L8}, then the NDVI statistics; report mean NDVI.",
-        steps=[Step("eo_spectral_index", {"scene": L8, "index": "NDVI"}, "ndvi"),
-               Step("eo_spectral_index", {"scene": L8, "index": "NDWI"}, "ndwi"),
+        id="three", family="eo",
+        goal=f"Compute the NDVI of {L8}, describe the scene, then the NDVI statistics; report the mean NDVI.",
+        steps=[Step("eo_spectral_index", {"scene": L8, "index": "NDVI", "quicklook": False}, "ndvi"),
+               Step("eo_describe_scene", {"scene": L8}, "describe"),
                Step("eo_statistics", {"raster": Ref(0, "output", "output://NDVI*.tif")}, "statistics")],
         truth=lambda: Expected("number", NDVI_MEAN, abs_tol=0.001),
         read=lambda r: f"{r[-1]['stats']['mean']:.4f}",
@@ -68,25 +69,49 @@ def outputs(out: Path, stem: str) -> list[Path]:
 
 
 @pytest.mark.anyio
-async def test_agent_answers_over_stdio_and_traces_the_run(endpoint, isolated_settings: Path):
+async def test_agent_over_stdio_answers_traces_and_waits_for_approval(endpoint, tmp_path: Path,
+                                                                     isolated_settings: Path):
     task = ndvi_task()
-    endpoint.holder["rule"] = Oracle([task], styles=("goal",))
-    r = await ask(task.question("goal"), approval="no")
-    assert r.status == "done"
-    assert answer_correct(task.expected, r.answer), r.answer
-    # the tool ran on the server: its raster is in the output folder
-    assert len(outputs(isolated_settings, "NDVI")) == 1
-    trace = json.loads(r.trace_path.read_text())
-    assert [c["name"] for c in trace["tool_calls"]] == ["eo_spectral_index", "eo_statistics"]
-    assert trace["tool_calls"][0]["args"] == {"scene": L8, "index": "NDVI"}
-    assert abs(trace["tool_calls"][1]["structured_content"]["stats"]["mean"] - NDVI_MEAN) < 1e-6
-    assert trace["tokens"]["total"] > 0 and len(trace["llm_calls"]) == 3
-    assert [m["type"] for m in trace["messages"]] == ["human", "ai", "tool", "ai", "tool", "ai"]
-    # the model saw the tools' JSON schemas and the sample resources in its prompt
-    first = endpoint.requests[0]
-    assert {t["function"]["name"] for t in first["tools"]} >= {"eo_spectral_index", "eo_statistics"}
-    assert first["temperature"] == pytest.approx(0.1)
-    assert "sample://eo/" in first["messages"][0]["content"]
+    scene = tmp_path / "my_scene"
+    shutil.copytree(ref.LANDSAT, scene)
+    approved, rejected = ndvi_task(str(scene), "a"), ndvi_task(str(scene) + "/", "b")
+    endpoint.holder["rule"] = Oracle([task, approved, rejected], styles=("goal",))
+    async with open_session(ServerTarget()) as session:   # one server process for the three threads
+        r = await ask(task.question("goal"), session=session, approval="no")
+        assert r.status == "done"
+        assert answer_correct(task.expected, r.answer), r.answer
+        # the tool ran on the server: its raster is in the output folder
+        assert len(outputs(isolated_settings, "NDVI")) == 1
+        trace = json.loads(r.trace_path.read_text())
+        assert [c["name"] for c in trace["tool_calls"]] == ["eo_spectral_index", "eo_statistics"]
+        assert trace["tool_calls"][0]["args"] == {"scene": L8, "index": "NDVI"}
+        assert abs(trace["tool_calls"][1]["structured_content"]["stats"]["mean"] - NDVI_MEAN) < 1e-6
+        assert trace["tokens"]["total"] > 0 and len(trace["llm_calls"]) == 3
+        assert [m["type"] for m in trace["messages"]] == ["human", "ai", "tool", "ai", "tool", "ai"]
+        # the model saw the tools' JSON schemas and the sample resources in its prompt
+        first = endpoint.requests[0]
+        assert {t["function"]["name"] for t in first["tools"]} >= {"eo_spectral_index", "eo_statistics"}
+        assert first["temperature"] == pytest.approx(0.1)
+        assert "sample://eo/" in first["messages"][0]["content"]
+
+        # a writing tool given a scene outside the output folder waits for approval
+        first_run = await ask(approved.question("goal"), session=session, thread_id="appr", approval="pause")
+        assert first_run.status == "awaiting_approval"
+        action = first_run.pending[0]["action_requests"][0]
+        assert action["name"] == "eo_spectral_index" and "outside the output folder" in action["description"]
+        assert len(outputs(isolated_settings, "NDVI")) == 1          # nothing ran before the approval
+        done = await ask(None, session=session, thread_id="appr", resume=True, approval="yes")
+        assert done.status == "done" and answer_correct(approved.expected, done.answer)
+        assert len(outputs(isolated_settings, "NDVI")) == 2
+
+        second = await ask(rejected.question("goal"), session=session, thread_id="rej", approval="pause")
+        assert second.status == "awaiting_approval"
+        endpoint.holder["rule"] = lambda body: "The call was declined, so I cannot compute it.\nAnswer: unknown"
+        final = await ask(None, session=session, thread_id="rej", resume=True, approval="no")
+    assert final.status == "done" and "unknown" in final.answer
+    assert len(outputs(isolated_settings, "NDVI")) == 2             # the rejected call never ran
+    rejection = [m for m in endpoint.requests[-1]["messages"] if m["role"] == "tool"]
+    assert rejection and "rejected" in str(rejection[-1]["content"]).lower()
 
 
 @pytest.mark.anyio
@@ -118,36 +143,8 @@ def test_cli_without_an_endpoint_says_how_to_configure_one(capsys: pytest.Captur
     assert "Traceback" not in err
 
 
-@pytest.mark.anyio
-async def test_approval_before_a_writing_tool_given_a_path_outside_the_output_folder(
-        endpoint, tmp_path: Path, isolated_settings: Path):
-    scene = tmp_path / "my_scene"
-    shutil.copytree(ref.LANDSAT, scene)
-    approved, rejected = ndvi_task(str(scene), "a"), ndvi_task(str(scene) + "/", "b")
-    endpoint.holder["rule"] = Oracle([approved, rejected], styles=("goal",))
-    async with open_session(ServerTarget()) as session:
-        first = await ask(approved.question("goal"), session=session, thread_id="appr", approval="pause")
-        assert first.status == "awaiting_approval"
-        action = first.pending[0]["action_requests"][0]
-        assert action["name"] == "eo_spectral_index" and "outside the output folder" in action["description"]
-        assert outputs(isolated_settings, "NDVI") == []          # nothing ran before the approval
-        done = await ask(None, session=session, thread_id="appr", resume=True, approval="yes")
-        assert done.status == "done" and answer_correct(approved.expected, done.answer)
-        assert len(outputs(isolated_settings, "NDVI")) == 1
-
-        second = await ask(rejected.question("goal"), session=session, thread_id="rej", approval="pause")
-        assert second.status == "awaiting_approval"
-        endpoint.holder["rule"] = lambda body: "The call was declined, so I cannot compute it.\nAnswer: unknown"
-        final = await ask(None, session=session, thread_id="rej", resume=True, approval="no")
-    assert final.status == "done" and "unknown" in final.answer
-    assert len(outputs(isolated_settings, "NDVI")) == 1             # the rejected call never ran
-    rejection = [m for m in endpoint.requests[-1]["messages"] if m["role"] == "tool"]
-    assert rejection and "rejected" in str(rejection[-1]["content"]).lower()
-    # a read-only tool, or a writing tool on bundled samples, needs no approval (the first test's run)
-
-
-def test_a_run_killed_after_step_k_resumes_at_step_k_plus_1(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                             isolated_settings: Path):
+def test_a_run_killed_after_step_k_resumes_at_step_k_plus_1(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated_settings: Path, capsys: pytest.CaptureFixture[str]):
     k = 2
     task = three_step_task()
     oracle = Oracle([task], styles=("goal",))
@@ -170,7 +167,7 @@ def test_a_run_killed_after_step_k_resumes_at_step_k_plus_1(monkeypatch: pytest.
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
-        assert [p.name.split("-")[0] for p in outputs(isolated_settings, "ND*")] == ["NDVI", "NDWI"]
+        assert len(outputs(isolated_settings, "NDVI")) == 1
         release.set()
         before = len(llm.requests)
 
@@ -180,10 +177,13 @@ def test_a_run_killed_after_step_k_resumes_at_step_k_plus_1(monkeypatch: pytest.
 
         assert main(["--resume", "kill1", "--approve", "--quiet"]) == 0
         resumed = llm.requests[before:]
+    printed = capsys.readouterr().out
+    assert answer_correct(task.expected, printed), printed       # the answer is printed on stdout
     # the resumed run started with the k results from the checkpoint and ran only step k+1
     assert len(tool_results(resumed[0])) == k
     trace = json.loads((isolated_settings / "agent-runs" / "kill1.json").read_text())
     assert [c["name"] for c in trace["tool_calls"] if c["segment"] == 1] == ["eo_statistics"]
-    assert [c["name"] for c in trace["tool_calls"] if c["segment"] == 0] == ["eo_spectral_index"] * 2
-    assert len(outputs(isolated_settings, "NDVI")) == 1 and len(outputs(isolated_settings, "NDWI")) == 1
+    assert [c["name"] for c in trace["tool_calls"] if c["segment"] == 0] == ["eo_spectral_index", "eo_describe_scene"]
+    assert [s["status"] for s in trace["segments"]] == ["killed", "done"]
+    assert len(outputs(isolated_settings, "NDVI")) == 1            # the index was not computed again
     assert answer_correct(task.expected, trace["answer"]), trace["answer"]

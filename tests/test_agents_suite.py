@@ -44,3 +44,24 @@ def test_quick_suite_runs_end_to_end_with_the_oracle(tmp_path: Path, capsys):
     assert (tmp_path / "metrics.png").stat().st_size > 1000
     assert "| all / goal | 5 |" in (tmp_path / "summary.md").read_text()
     assert set(STYLES) == {"instruction", "goal"}
+
+
+def test_perturbed_trajectories_move_each_metric_the_way_it_is_defined(tmp_path: Path):
+    # five two-step EO tasks; the perturbed policy deviates in a different way on each (in this order)
+    ids = ["eo-l8-ndvi-mean", "eo-l8-evi-mean", "eo-l8-ndwi-mean", "eo-l8-nbr-mean", "eo-l8-vegetated-share"]
+    assert main(["--tasks", *ids, "--policy", "perturbed", "--styles", "goal", "--out", str(tmp_path)]) == 0
+    rows = {r["task"]: {k: (float(v) if k not in ("task", "family", "style", "missing") else v) for k, v in r.items()}
+            for r in csv.DictReader((tmp_path / "results.csv").open())}
+    none, absolute, extra, skip, wrong = (rows[i] for i in ids)
+    assert none["parameter"] == 1.0 and none["accuracy"] == 1.0 and none["efficiency"] == 1.0
+    # the bundled scene given as an absolute path is the same argument: Parameter stays 1
+    assert absolute["parameter"] == 1.0 and absolute["exact_match"] == 1.0 and absolute["accuracy"] == 1.0
+    # a look-up call first: every position shifts (Exact-Match 0), the order holds (In-Order 1), 3 calls for 2
+    assert extra["exact_match"] == 0.0 and extra["parameter"] == 0.0
+    assert extra["in_order"] == 1.0 and extra["any_order"] == 1.0 and extra["efficiency"] == 1.5
+    assert extra["accuracy"] == 1.0
+    # the statistics step skipped: half the tools used; the index tool's own mean still answers
+    assert skip["any_order"] == 0.5 and skip["in_order"] == 0.5 and skip["efficiency"] == 0.5
+    assert skip["accuracy"] == 1.0
+    # NDWI where NDVI was asked: the right tools in the right order, a wrong argument, a wrong answer
+    assert wrong["exact_match"] == 1.0 and wrong["parameter"] == 0.0 and wrong["accuracy"] == 0.0

@@ -7,8 +7,10 @@ answers the scripted model gives, a regex count of the identifiers in the sample
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
+import shutil
 
 import networkx as nx
 import pytest
@@ -53,7 +55,7 @@ def rule(body: dict) -> str:
 
 
 @pytest.mark.anyio
-async def test_every_workflow_runs_over_one_session(monkeypatch: pytest.MonkeyPatch, isolated_settings):
+async def test_every_workflow_runs_over_one_session(monkeypatch: pytest.MonkeyPatch, isolated_settings, tmp_path):
     with ScriptedLLM(rule) as llm:
         monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
         reload_settings()
@@ -76,6 +78,21 @@ async def test_every_workflow_runs_over_one_session(monkeypatch: pytest.MonkeyPa
                                                         "eo_area"]
             ran.append("eo")
 
+            # a workflow step that may write outside the output folder waits for approval; resuming runs only
+            # the steps that had not run (the scene description is not repeated)
+            scene = tmp_path / "scene"
+            shutil.copytree(ref.LANDSAT, scene)
+            paused = await run_workflow("eo", {"scene": str(scene), "product": "NDVI"}, session=session, model=model,
+                                        thread_id="wf-eo-approval", approval="pause")
+            assert paused.status == "awaiting_approval"
+            assert [c["name"] for c in paused.executed] == ["eo_describe_scene"]
+            assert paused.pending[0]["action_requests"][0]["name"] == "eo_spectral_index"
+            resumed = await run_workflow("eo", None, session=session, model=model, thread_id="wf-eo-approval",
+                                         resume=True, approval="yes")
+            assert resumed.status == "done"
+            assert [c["name"] for c in resumed.executed] == ["eo_spectral_index", "eo_statistics"]
+            assert resumed.values["statistics"]["stats"]["mean"] == pytest.approx(ref.mean(ndvi), abs=1e-6)
+
             # graph benchmark: generate, prompt, model, check, aggregate
             gb = await run_workflow("graph", {"tasks": ["connectivity", "shortest_path", "triangle"],
                                               "generator": "ERP", "n_nodes": 8, "seeds": [0, 1]},
@@ -96,7 +113,7 @@ async def test_every_workflow_runs_over_one_session(monkeypatch: pytest.MonkeyPa
                 spans = qa.values["chunking"]["spans"]
                 covered = sorted(spans)
                 assert covered[0][0] == 0 and covered[-1][1] == len(doc)
-                assert all(a[1] >= b[0] for a, b in zip(covered, covered[1:], strict=False))  # no gap
+                assert all(a[1] >= b[0] for a, b in itertools.pairwise(covered))  # no gap
                 notes = qa.values["notes"]
                 assert sorted(n["index"] for n in notes) == list(range(len(spans)))
                 assert len(llm.requests) - before == len(spans) + 1            # one call per worker + the manager

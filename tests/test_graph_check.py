@@ -138,7 +138,8 @@ def test_node_list_forms():
     assert parse_node_list("Path: 0 -> 4 -> 2") == ["0", "4", "2"]
     assert parse_node_list("First [1, 2], then finally [1, 3, 2].") == ["1", "3", "2"]
     assert parse_node_list("Answer: node 0, node 5, node 2") == ["0", "5", "2"]
-    assert parse_node_list("James -> Mary -> John", named=True) == ["James", "Mary", "John"]
+    assert parse_node_list("James -> Mary -> John", naming="names") == ["James", "Mary", "John"]
+    assert parse_node_list("A path: Answer: [A, D, C]", naming="letters") == ["A", "D", "C"]
     assert parse_node_list("nothing here") is None
 
 
@@ -146,8 +147,10 @@ def test_named_answer_is_checked_through_names():
     task = get_task("shortest_path")
     G = build_graph(None, [[0, 1], [1, 2], [0, 3]])
     p = {"source": 0, "target": 2}
-    assert check(task, G, p, "Answer: [James, Robert, John]", named=True).correct
-    assert not check(task, G, p, "Answer: [James, Michael, John]", named=True).correct
+    assert check(task, G, p, "Answer: [James, Robert, John]", naming="names").correct
+    assert not check(task, G, p, "Answer: [James, Michael, John]", naming="names").correct
+    assert check(task, G, p, "So: A -> B -> C", naming="letters").correct
+    assert not check(task, G, p, "So: A -> D -> C", naming="letters").correct
 
 
 @pytest.mark.parametrize("task_name", ["topological_sort"])

@@ -209,3 +209,21 @@ def test_a_million_edges_is_refused_before_anything_is_built():
 
     with pytest.raises(LimitExceeded, match=r"edges is 1e\+06, over the limit of 20000.*RESEARCH_MCP_GRAPH__MAX_EDGES"):
         graph_solve("edge_count", graph={"edges": [[i, i + 1] for i in range(10**6)]})
+
+
+def test_exact_search_honours_cancellation_and_its_step_bound(monkeypatch):
+    from tools.errors import Cancelled
+    from tools.graph.catalog import graph_solve
+    from tools.graph.model import to_spec
+    from tools.progress import Progress
+    from tools.settings import reload_settings
+
+    hard = to_spec(generate("BAG", n_nodes=40, seed=3)).model_dump()  # no quick refutation applies
+    cancelled = Progress()
+    cancelled.cancel()
+    with pytest.raises(Cancelled):
+        graph_solve("hamiltonian_path", graph=hard, progress=cancelled)
+    monkeypatch.setenv("RESEARCH_MCP_GRAPH__MAX_SEARCH_STEPS", "1000")
+    reload_settings()
+    with pytest.raises(LimitExceeded, match=r"over the limit of 1000.*RESEARCH_MCP_GRAPH__MAX_SEARCH_STEPS"):
+        graph_solve("hamiltonian_cycle", graph=hard)

@@ -255,3 +255,34 @@ def test_templates_cover_every_kind_and_stage() -> None:
     assert prompts.parse_number("twelve") is None
     assert prompts.compress_ranges([1, 2, 3, 5, 7, 8]) == "1-3, 5, 7-8"
     assert normalize("The Wilhelm  Röntgen!") == "wilhelm röntgen"
+
+
+def test_chain_carries_notes_past_a_failed_step_and_names_it() -> None:
+    item = KV[7]  # the key sits near the end, after the failed first step
+    with ScriptedLLM(PaperRules(), faults=[500]) as server:
+        r = run(server, lambda m: longctx_answer(task=item["input"].strip(), text=item["context"],
+                                                 task_kind="retrieval", topology="chain", chunk_tokens=900, llm=m),
+                max_retries=0)
+        final = [last_user(b) for b in server.requests if last_user(b).startswith("Notes gathered")]
+    assert [f.part for f in r.chunks_failed] == [1]
+    assert r.answer == item["answer"]
+    assert "Parts 1 could not be read" in final[0]
+
+
+def _summary_rule(body):
+    p = last_user(body)
+    if p.startswith("Part "):
+        part = re.match(r"Part (\d+)", p).group(1)
+        return f"Part {part} begins: {' '.join(section(p, 'text').split()[:4])}"
+    reports = re.findall(r"Worker \d+ \(part \d+\): (.*)", section(p, "reports"))
+    return " / ".join(reports)
+
+
+def test_summarization_manager_gets_every_report_in_order() -> None:
+    text = BOOK[:9_000]
+    with ScriptedLLM(_summary_rule) as server:
+        r = run(server, lambda m: longctx_answer(task="Summarize the opening.", text=text, task_kind="summarization",
+                                                 chunk_tokens=800, overlap_tokens=0, llm=m))
+    parts = r.answer.split(" / ")
+    assert [p.split()[1] for p in parts] == [str(i) for i in range(1, r.chunks_total + 1)]
+    assert r.chunks_with_answer == r.chunks_total and r.aggregator == "llm"

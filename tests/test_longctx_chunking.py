@@ -51,6 +51,20 @@ def test_unknown_encoding_suggests_names() -> None:
         get_tokenizer("cl100k")
 
 
+def test_falls_back_to_approx_without_the_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.errors import NotConfigured
+    from tools.longctx import tokens
+
+    monkeypatch.setattr(tokens, "_vocabulary_file", lambda name: None)
+    tokens.get_tokenizer.cache_clear()
+    try:
+        with pytest.raises(NotConfigured, match="bpe-openai"):
+            tokens.get_tokenizer("o200k_base")
+        assert tokens.default_tokenizer().name == "approx"
+    finally:
+        tokens.get_tokenizer.cache_clear()
+
+
 def test_approx_error_bound_on_prose() -> None:
     # Documented bound: within 25% of cl100k on English prose.
     ratio = APPROX.count(BOOK) / CL100K.count(BOOK)
@@ -151,3 +165,12 @@ def test_errors() -> None:
     with pytest.raises(LimitExceeded, match="RESEARCH_MCP_LONGCTX__MAX_CHUNKS"):
         chunk_text(BOOK, 100, 0, CL100K, max_chunks=10)
     assert chunk_text("", 10, 0, CL100K) == []
+
+
+def test_docstring_examples_hold() -> None:
+    import doctest
+
+    from tools.longctx import chunking
+
+    result = doctest.testmod(chunking)
+    assert result.attempted >= 3 and result.failed == 0

@@ -79,3 +79,25 @@ async def test_error_results_name_the_fix():
     assert empty.is_error and "empty" in empty.content[0].text
     assert small.is_error and "overlap_tokens" in small.content[0].text
     assert not fit.is_error and fit.structured_content["regime"] == "brain_fog"
+
+
+async def test_answer_through_the_clients_own_model_by_sampling():
+    from mcp.types import CreateMessageResult, TextContent
+
+    rules = PaperRules()
+    item = KV[6]
+    asked = []
+
+    async def sampling(context, params) -> CreateMessageResult:
+        prompt = params.messages[-1].content.text
+        asked.append(prompt)
+        reply = rules({"messages": [{"role": "user", "content": prompt}]})
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=reply), model="client")
+
+    async with Client(build_server(["longctx"]), sampling_callback=sampling, mode="legacy") as c:
+        r = await c.call_tool("longctx_answer", {"task": item["input"].strip(), "text": item["context"],
+                                                 "task_kind": "retrieval", "chunk_tokens": 700})
+    out = r.structured_content
+    assert not r.is_error, r.content
+    assert out["answer"] == item["answer"] and out["model"] == "mcp-sampling"
+    assert len(asked) == out["llm_calls"] == out["chunks_total"] + 1

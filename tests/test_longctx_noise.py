@@ -121,3 +121,12 @@ def test_fit_recovers_the_scripted_single_shot_law() -> None:
     assert fit.beta == pytest.approx(1.5)
     assert fit.alpha == pytest.approx(0.02 / 1000**1.5)
     assert fit.regime == "brain_fog"
+
+
+def test_points_at_zero_accuracy_are_left_out_of_the_fit() -> None:
+    # Loss at accuracy 0 is censored at -ln(1/(2n)); fitting it would flatten beta.
+    good = [SinglePoint(tokens=t, accuracy=math.exp(-3e-7 * t**1.6), items=10) for t in (1000, 4000, 8000)]
+    dead = [SinglePoint(tokens=t, accuracy=0.0, items=10) for t in (64000, 128000)]
+    fit = longctx_fit_noise(single_shot=good + dead)
+    assert fit.beta == pytest.approx(1.6) and fit.alpha == pytest.approx(3e-7)
+    assert "2 single-shot points at accuracy 0" in fit.notes[0]

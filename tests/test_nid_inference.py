@@ -18,20 +18,25 @@ def test_rank_test_exactly_uniform_with_ties() -> None:
     assert abs(np.mean(ps < 0.2) - 0.2) < 0.04
 
 
-def test_calibrated_under_null_with_classifier() -> None:
+@pytest.mark.parametrize(("classifier", "runs"), [("logistic", 150), ("hgb", 12)])
+def test_calibrated_under_null_with_classifier(classifier: str, runs: int) -> None:
+    """Out-of-fold predictions keep NIDs and GIDs exchangeable, whatever the classifier."""
     rng = np.random.default_rng(1)
     ps, pt = [], []
     with threadpool_limits(1):
-        for s in range(150):
+        for s in range(runs):
             feats = rng.normal(size=(24, 8, 3)) * rng.uniform(0.5, 2, size=(24, 1, 1))  # per-NID context effects
-            res = dataset_inference(feats, folds=3, max_iter=8, seed=s)
+            res = dataset_inference(feats, folds=3, max_iter=8, seed=s, classifier=classifier)
             ps.append(res.p_value_ks)
             pt.append(res.p_value_ttest)
     ps_arr = np.array(ps)
-    # about 1% below 0.01 (binomial: 150 runs, <= 5 is within 3 sd of 1.5) and roughly uniform overall
-    assert np.sum(ps_arr < 0.01) <= 5
-    assert 0.1 < np.mean(ps_arr < 0.25) < 0.4
-    assert np.sum(np.array(pt) < 0.01) <= 8
+    if runs >= 100:
+        # about 1% below 0.01 (binomial: 150 runs, <= 5 is within 3 sd of 1.5) and roughly uniform overall
+        assert np.sum(ps_arr < 0.01) <= 5
+        assert 0.1 < np.mean(ps_arr < 0.25) < 0.4
+        assert np.sum(np.array(pt) < 0.01) <= 8
+    else:
+        assert np.sum(ps_arr < 0.01) <= 1 and np.sum(ps_arr < 0.25) <= 7
 
 
 def test_power_under_shift() -> None:
@@ -40,7 +45,8 @@ def test_power_under_shift() -> None:
     feats[:, 0, 1] += 0.8  # members: one score shifted up
     with threadpool_limits(1):
         res = dataset_inference(feats, folds=5, max_iter=30)
-    assert res.p_value_ks < 0.01 and res.p_value_ttest < 0.01
+        lin = dataset_inference(feats, folds=5, classifier="logistic")
+    assert res.p_value_ks < 0.01 and res.p_value_ttest < 0.01 and lin.p_value_ks < 0.01
     assert res.mean_normalized_rank < 0.4
     assert res.ranks.min() >= 1 and res.ranks.max() <= 16
 

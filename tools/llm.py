@@ -113,10 +113,13 @@ class OpenAIChat:
 
     def _openai(self):
         if self._client is None:
-            from openai import AsyncOpenAI
+            from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
+            # Our own HTTP client: the openai default one schedules its close on whatever event loop is running
+            # when it is garbage-collected, which fails once the loop that opened its connections has closed.
             self._client = AsyncOpenAI(
-                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=self.max_retries
+                base_url=self.base_url, api_key=self.api_key, timeout=self.timeout_s, max_retries=self.max_retries,
+                http_client=DefaultAsyncHttpxClient(timeout=self.timeout_s),
             )
         return self._client
 

@@ -28,8 +28,9 @@ METRICS = ("any_order", "in_order", "exact_match", "parameter", "accuracy", "eff
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="research-mcp eval agents", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help=f"run {len(QUICK_TASKS)} tasks only")
-    p.add_argument("--policy", choices=("oracle", "model"), default=None,
-                   help="oracle: the scripted policy (default when no endpoint is configured); model: the endpoint")
+    p.add_argument("--policy", choices=("oracle", "perturbed", "model"), default=None,
+                   help="oracle: the scripted policy that follows each chain (default when no endpoint is configured); "
+                   "perturbed: the oracle with one deterministic deviation per task; model: the configured endpoint")
     p.add_argument("--tasks", nargs="*", help="task ids to run (default: all)")
     p.add_argument("--styles", nargs="*", default=["instruction", "goal"], choices=["instruction", "goal"])
     p.add_argument("--http", metavar="URL", help="reach the server over streamable HTTP instead of stdio")
@@ -40,14 +41,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def _oracle_endpoint(tasks: list[Any]) -> Iterator[str]:
+def _oracle_endpoint(tasks: list[Any], policy: str) -> Iterator[str]:
     try:
         from tests.scripted_llm import ScriptedLLM
     except ImportError as exc:  # an installed package without the repository's tests/
         raise SystemExit("The oracle policy needs tests/scripted_llm.py (run from the repository).") from exc
-    from evals.agents.oracle import Oracle
+    from evals.agents.oracle import Oracle, Perturbed
 
-    with ScriptedLLM(Oracle(tasks)) as llm:
+    with ScriptedLLM(Perturbed(tasks) if policy == "perturbed" else Oracle(tasks)) as llm:
         yield llm.base_url
 
 
@@ -55,8 +56,8 @@ def _model(policy: str, base_url: str | None) -> Any:
     from agents.model import chat_model
     from tools.settings import get_settings
 
-    if policy == "oracle":
-        return chat_model(get_settings().llm.model_copy(update={"base_url": base_url, "model": "oracle"}))
+    if policy in ("oracle", "perturbed"):
+        return chat_model(get_settings().llm.model_copy(update={"base_url": base_url, "model": policy}))
     return chat_model()
 
 
@@ -71,6 +72,11 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
     async with open_session(target) as session:
         schemas = {n: i.input_schema for n, i in session.box.info.items()}
         bad = validate_chains({t.id: t.expected_calls() for t in tasks}, session.box.names())
+        served = {n.split("_")[0] for n in session.box.names()}
+        broken = {tid: names for tid, names in bad.items() if {n.split("_")[0] for n in names} <= served}
+        if broken:  # the family is there but the chain names a tool it does not have: a fault in the suite
+            raise SystemExit("agent suite: expected chains name tools the server does not expose: "
+                             + "; ".join(f"{tid}: {', '.join(n)}" for tid, n in broken.items()))
         runnable = [t for t in tasks if t.id not in bad]
         skipped = [f"{tid} (server lacks {', '.join(names)})" for tid, names in bad.items()]
         stamp = time.strftime("%H%M%S")
@@ -78,11 +84,13 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
             for style in styles:
                 try:
                     r = await ask(t.question(style), session=session, thread_id=f"suite-{t.id}-{style}-{stamp}",
-                                  approval="no", max_steps=max_steps, console=console, model=model)
+                                  approval="yes", max_steps=max_steps, console=console, model=model)
                 except Exception as exc:  # a failed run is scored as missing, and said
                     console.print(f"[red]{t.id} {style}: {type(exc).__name__}: {exc}[/]")
                     continue
-                calls = [Call(c["name"], c.get("args") or {}) for c in r.executed]
+                # the agent's calls as it made them (from its messages), executed or not
+                calls = [Call(c["name"], c.get("args") or {}) for m in r.values.get("messages", [])
+                         for c in (getattr(m, "tool_calls", None) or [])]
                 results[(t.id, style)] = (calls, r.answer)
     return results, schemas, skipped
 
@@ -132,15 +140,20 @@ def _plot(path: Path, groups: dict[str, dict[str, float]]) -> None:
     metrics = [m for m in METRICS if m != "efficiency"]
     x = np.arange(len(metrics))
     width = 0.8 / max(1, len(names))
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [4, 1]})
     for i, g in enumerate(names):
         ax.bar(x + i * width, [groups[g][m] for m in metrics], width, label=g)
     ax.set_xticks(x + width * (len(names) - 1) / 2, metrics)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score")
-    ax.set_title("Agent suite: trajectory (tool order, parameters) and outcome (accuracy)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    ax.set_title("Trajectory (tools, order, parameters) and outcome (accuracy)")
+    ax2.barh(range(len(names)), [groups[g]["efficiency"] for g in names], color="grey")
+    ax2.axvline(1.0, color="black", lw=0.8)
+    ax2.set_yticks(range(len(names)), names, fontsize=7)
+    ax2.invert_yaxis()
+    ax2.set_title("efficiency (calls / expected)")
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=min(5, len(names)), fontsize=7)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -179,12 +192,16 @@ def main(argv: list[str] | None = None) -> int:
         return await run_suite(tasks, args.styles, model=model, target=target, max_steps=args.max_steps,
                                console=console)
 
-    if policy == "oracle":
-        with _oracle_endpoint(tasks) as url:
-            results, schemas, skipped = anyio.run(go, _model("oracle", url))
+    if policy in ("oracle", "perturbed"):
+        with _oracle_endpoint(tasks, policy) as url:
+            results, schemas, skipped = anyio.run(go, _model(policy, url))
     else:
         results, schemas, skipped = anyio.run(go, _model("model", None))
     runnable = [t for t in tasks if not any(s.startswith(t.id + " ") for s in skipped)]
+    if not runnable:
+        print("agent suite: no task can run on this server (its families are missing): " + "; ".join(skipped),
+              file=sys.stderr)
+        return 2
     truth = {t.id: (t.expected_calls(), t.expected) for t in runnable}
     scores = score_suite(truth, results, args.styles, default_context(), schemas)
     groups = write_outputs(out, runnable, scores)

@@ -43,16 +43,23 @@ def _metrics(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
     return float(roc_auc_score(y, p)), float(average_precision_score(y, p))
 
 
-def gb_baseline(tables, di, pi, y, tr, te, seed: int) -> np.ndarray:
-    """HistGradientBoosting on Morgan ECFP4 bits (1024) + protein amino-acid composition (20)."""
+def gb_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1) -> np.ndarray | list[np.ndarray]:
+    """HistGradientBoosting on Morgan ECFP4 bits (1024) + protein amino-acid composition (20).
+
+    `te` may be one index array or a list of them (one fit, several test sets).
+    """
     from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_limits
 
     def feats(idx):
         return np.hstack([tables.drugs["ecfp"][di[idx]], tables.proteins["comp"][pi[idx], :20]])
 
-    clf = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.1, random_state=seed)
-    clf.fit(feats(tr), y[tr])
-    return clf.predict_proba(feats(te))[:, 1]
+    clf = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.2, random_state=seed)
+    with threadpool_limits(threads):
+        clf.fit(feats(tr), y[tr])
+        if isinstance(te, list):
+            return [clf.predict_proba(feats(t))[:, 1] for t in te]
+        return clf.predict_proba(feats(te))[:, 1]
 
 
 def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float]:
@@ -81,6 +88,7 @@ def evaluate(
     ablations: Sequence[str],
     rows: list[dict],
     resample=None,
+    ablation_seeds: Sequence[int] = (0,),
 ) -> None:
     """Train/test the model, the GB baseline and ablations on each fold; append one row per result."""
     from tools.dti.train import TrainConfig, build_tables
@@ -100,13 +108,13 @@ def evaluate(
             rows.append(base | {"method": "GRAM-DTI (this project)", "auroc": au, "auprc": ap, "seconds": secs})
             _log(f"{name} {split} seed {seed} fold {fold}: model AUROC {au:.4f} AUPRC {ap:.4f} ({secs:.0f}s)")
             t = time.time()
-            pg = gb_baseline(tables, di, pi, y, tr, te, seed)
+            pg = gb_baseline(tables, di, pi, y, tr, te, seed, cfg.threads)
             au, ap = _metrics(y[te], pg)
             rows.append(
                 base | {"method": "GB baseline (ECFP4 + AAC)", "auroc": au, "auprc": ap, "seconds": time.time() - t}
             )
             _log(f"{name} {split} seed {seed} fold {fold}: GB    AUROC {au:.4f} AUPRC {ap:.4f}")
-            for ab in ablations:
+            for ab in ablations if seed in ablation_seeds else ():
                 c = TrainConfig(**(cfg.to_dict() | ABLATIONS[ab]))
                 c.modalities = tuple(c.modalities)
                 au, ap, secs = _train_eval(tables, di, pi, y, tr, te, c)
@@ -374,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=None, help="Fine-tuning epochs (default: the shipped model's).")
     ap.add_argument("--ablations", nargs="*", default=[], choices=sorted(ABLATIONS))
     ap.add_argument("--ablation-splits", nargs="*", default=["warm", "target_cold"])
+    ap.add_argument("--pretrain-epochs", type=int, default=None, help="GRAM pretraining epochs (default: shipped).")
     ap.add_argument("--test", type=Path, help="A CSV with SMILES, Protein, Y to evaluate on.")
     ap.add_argument(
         "--train",
@@ -398,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg_kwargs: dict = {"threads": args.threads}
     if args.epochs:
         cfg_kwargs["epochs"] = args.epochs
+    if args.pretrain_epochs is not None:
+        cfg_kwargs["pretrain_epochs"] = args.pretrain_epochs
     rows: list[dict] = []
     bench = None
     if args.from_runs:

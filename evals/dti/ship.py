@@ -53,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     metrics = {}
-    for name, te in tests.items():
+    gb = gb_baseline(tables, di, pi, y, tr, list(tests.values()), 0, args.threads)
+    for (name, te), pg in zip(tests.items(), gb, strict=True):
         au, apr = _metrics(y[te], predict(model, tables, di[te], pi[te], threads=args.threads))
-        gau, gapr = _metrics(y[te], gb_baseline(tables, di, pi, y, tr, te, 0))
+        gau, gapr = _metrics(y[te], pg)
         metrics[name] = {
             "auroc": round(au, 4),
             "auprc": round(apr, 4),
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(model, args.out, card)
+    args.out.with_name("model_card.json").write_text(json.dumps(card, indent=1) + "\n")
     print(json.dumps(card["metrics"], indent=1))
     print(f"wrote {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
     return 0

@@ -54,7 +54,7 @@ async def _in_memory(cases: list[dict], calls: int) -> list[list[float]]:
 
     from server.app import build_server
 
-    async with Client(build_server()) as client:
+    async with Client(build_server(log_level="WARNING")) as client:
         await client.call_tool("graph_solve", cases[0])  # warm-up
         return [await _time_client(client, a, calls) for a in cases]
 
@@ -65,6 +65,7 @@ async def _stdio(cases: list[dict], calls: int) -> list[list[float]]:
     from mcp import Client, StdioServerParameters
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RESEARCH_MCP_LLM"))}
+    env["RESEARCH_MCP_LOG_LEVEL"] = "WARNING"
     params = StdioServerParameters(command=sys.executable, args=["-m", "server", "serve"], cwd=str(REPO), env=env)
     async with Client(params) as client:
         await client.call_tool("graph_solve", cases[0])

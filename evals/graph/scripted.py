@@ -15,14 +15,16 @@ from typing import Any
 
 import networkx as nx
 
-from tools.graph.serialize import FORMATS, node_of_name, parse
+from tools.graph.serialize import FORMATS, label_of, node_of_letters, node_of_name, parse
 from tools.graph.tasks import TASKS
 
-_NODE = r"(node \d+|[A-Z][a-z]+\d*)"
+_NODE = r"(node \d+|[A-Z][a-z]+\d*|[A-Z]{1,3})"
 
 
 def _ref(tok: str) -> int:
-    return int(tok.split()[1]) if tok.startswith("node ") else node_of_name(tok)
+    if tok.startswith("node "):
+        return int(tok.split()[1])
+    return node_of_letters(tok) if tok.isupper() else node_of_name(tok)
 
 
 def _template(t: str) -> re.Pattern:
@@ -99,13 +101,11 @@ def networkx_answer(task: str, G: nx.Graph, p: dict[str, int]) -> Any:
 
 
 def _write(task: str, ans: Any, fmt: str) -> str:
-    named = FORMATS[fmt].named_nodes
+    naming = FORMATS[fmt].naming
     if isinstance(ans, bool):
         return "yes" if ans else "no"
     if isinstance(ans, list):
-        from tools.graph.serialize import name_of
-
-        return "[" + ", ".join(name_of(u) if named else str(u) for u in ans) + "]"
+        return "[" + ", ".join(label_of(u, naming) for u in ans) + "]"
     return str(int(ans) if float(ans).is_integer() else ans)
 
 

@@ -21,6 +21,7 @@ import csv
 import gzip
 import json
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,18 @@ class Item:
     evidence: str | None = None
 
 
+def _scripted_llm_class() -> type:
+    """`tests.scripted_llm.ScriptedLLM`, from the repository this eval lives in."""
+    if (REPO / "tests" / "scripted_llm.py").is_file() and str(REPO) not in sys.path:
+        sys.path.append(str(REPO))
+    try:
+        from tests.scripted_llm import ScriptedLLM
+    except ImportError as exc:
+        raise SystemExit("The scripted endpoint needs tests/scripted_llm.py: run from a clone of the repository, "
+                         "or pass --endpoint settings.") from exc
+    return ScriptedLLM
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m evals.longctx", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sets that run in seconds")
@@ -62,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--kv-lengths", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 15000])
     ap.add_argument("--kv-items", type=int, default=20, help="items per KV length (spread over key positions)")
     ap.add_argument("--qa-lengths", type=int, nargs="+", default=[4000, 8000, 16000, 32000, 64000, 128000])
-    ap.add_argument("--qa-items", type=int, default=10)
+    ap.add_argument("--qa-items", type=int, default=20)
     ap.add_argument("--depth", type=float, default=0.5, help="where the gold passage goes (0 start, 1 end)")
     ap.add_argument("--kv-chunk-tokens", type=int, default=1000)
     ap.add_argument("--qa-chunk-tokens", type=int, default=4000)
@@ -198,8 +211,8 @@ def fit_suite(summary: list[dict[str, Any]], suite: str) -> dict[str, Any] | Non
 async def bench(latency_s: float, workers: int = 8, repeats: int = 3) -> dict[str, float]:
     """Median wall time of `workers` chunk calls read one by one against all at once (every worker says NA)."""
     from evals.longctx.scripted import PaperRules
-    from tests.scripted_llm import ScriptedLLM
 
+    ScriptedLLM = _scripted_llm_class()
     tok = default_tokenizer()
     text = (SAMPLES / "alice.txt").read_text(encoding="utf-8")
     chunks = chunk_text(text, 1000, 0, tok)[:workers]
@@ -245,8 +258,8 @@ async def _run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.endpoint == "scripted":
         from evals.longctx.scripted import PaperRules
-        from tests.scripted_llm import ScriptedLLM
 
+        ScriptedLLM = _scripted_llm_class()
         rules = PaperRules()
         for it in items:
             if it.evidence:

@@ -157,7 +157,7 @@ def drug_features_from_mol(mol: Any, canonical: str) -> DrugFeatures:
         smiles=canonical,
         ecfp_on=np.flatnonzero(fp).astype(np.int16),
         descriptors=_descriptors(mol),
-        tokens=smiles_tokens(canonical),
+        tokens=smiles_tokens(canonical).astype(np.uint8),
     )
     _FEATURE_CACHE.put(canonical, feats)
     return feats
@@ -183,7 +183,7 @@ def stack_drugs(feats: list[DrugFeatures]) -> dict[str, np.ndarray]:
         cols = np.concatenate([f.ecfp_on for f in feats]).astype(np.int64)
         ecfp[rows, cols] = 1.0
     desc = np.stack([f.descriptors for f in feats]) if n else np.zeros((0, len(DESCRIPTOR_NAMES)), np.float32)
-    tokens = np.stack([f.tokens for f in feats]) if n else np.zeros((0, SMILES_MAX_TOKENS), np.int64)
+    tokens = np.stack([f.tokens for f in feats]).astype(np.int64) if n else np.zeros((0, SMILES_MAX_TOKENS), np.int64)
     return {"ecfp": ecfp, "desc": desc, "tokens": tokens}
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from tools.errors import InvalidInput, NotFound, unknown_name
 from tools.paths import output_dir
 
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+WEIGHTS_DIR = Path(__file__).resolve().parent  # gram_dti.pt and model_card.json ship beside the code
 DEFAULT_MODEL = "default"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

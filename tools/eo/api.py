@@ -244,7 +244,8 @@ def eo_radiometric_correction(
     else:
         chosen = {k: b for k, b in sc.bands.items() if b.spec.kind in ("reflective", "thermal")}
     if len(chosen) > 20:
-        raise LimitExceeded("The number of bands", len(chosen), 20, "(fixed)")
+        raise InvalidInput(f"{len(chosen)} bands were asked for; one call writes at most 20.",
+                           hint="Name the bands you need in `bands`.")
     ins = scene_inputs(sc, chosen, quantity=quantity)
     keys = list(chosen)
     try:
@@ -740,6 +741,9 @@ def eo_statistics(
             raise InvalidInput(f"{p.name} band {band} holds only nodata pixels.",
                                hint="Check the raster (or the exclusion mask).")
         qs = [2, 5, 25, 50, 75, 95, 98] if percentiles is None else percentiles
+        if len(qs) > 101:
+            raise InvalidInput(f"{len(qs)} percentiles were asked for; at most 101 are returned.",
+                               hint="Ask for fewer percentiles.")
         pct, exact = st.exact_percentiles(reader, grid, m, mom, qs, progress, (1, 4))
         if value_range is not None and (len(value_range) != 2 or not value_range[1] > value_range[0]):
             raise InvalidInput("value_range must be [low, high] with high > low.", hint="e.g. [-1, 1].")

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field
 class EOLimits(BaseModel):
     max_pixels: int = Field(400_000_000, description="Largest raster (width x height) a tool processes.")
     block_size: int = Field(1024, description="Edge of the square windows pixel work is done in.")
-    max_zones: int = Field(1000, description="Most zones (polygons or zone-raster values) one zonal call handles.")
+    max_zones: int = Field(300, description="Most zones (polygons or zone-raster values) one zonal call handles.")
     max_dates: int = Field(100, description="Most rasters (dates) in one time-series trend.")
     max_bins: int = Field(1000, description="Most histogram bins one statistics call returns.")
     gdal_cache_mb: int = Field(256, description="GDAL block cache (MiB); bounds the memory of reads and writes.")

@@ -94,5 +94,6 @@ THERMAL_K_DEFAULTS = {
     ("LANDSAT_7", "6_VCID_1"): (666.09, 1282.71), ("LANDSAT_5", "6"): (607.76, 1260.56),
     ("LANDSAT_4", "6"): (671.62, 1284.30),
 }
-# Effective wavelengths (um) of the thermal bands, for the emissivity-corrected single-channel inversion.
-THERMAL_WAVELENGTH_UM = {"OLI_TIRS": 10.895, "ETM": 11.335, "TM": 11.457}
+# Effective wavelengths (um) of the thermal bands, for the emissivity-corrected single-channel inversion:
+# TIRS B10 10.895; ETM+ B6 11.269 and TM B6 11.457 (Jimenez-Munoz & Sobrino 2003, JGR 108(D22):4688).
+THERMAL_WAVELENGTH_UM = {"OLI_TIRS": 10.895, "ETM": 11.269, "TM": 11.457}

@@ -98,13 +98,19 @@ def says_no_path(text: str) -> bool:
     return bool(_NO_PATH.search(answer_part(text)))
 
 
-def _token(named: bool) -> str:
-    return rf"(?:node\s*)?{_NAME}\b" if named else r"(?:node\s*)?\d+"
+def _token(naming: str | None) -> str:
+    if naming == "names":
+        return rf"(?:node\s*)?{_NAME}\b"
+    if naming == "letters":
+        return r"(?:node\s*)?\b[A-Z]{1,3}\b"
+    return r"(?:node\s*)?\d+"
 
 
-def parse_node_list(text: str, *, named: bool = False) -> list[str] | None:
-    """The last node sequence in the answer part, as tokens (digits, or first names when `named`)."""
-    tok = _token(named)
+def parse_node_list(text: str, *, naming: str | None = None) -> list[str] | None:
+    """The last node sequence in the answer part, as tokens: digits, or labels under a naming ("names" for
+    the first names of the social encoders, "letters" for the expert encoder's A, B, ...)."""
+    named = naming is not None
+    tok = _token(naming)
     sep = r"\s*(?:,|->|→|=>|—|–|-|\s)\s*"
     patterns = [
         re.compile(rf"[\[\(\{{]\s*{tok}(?:{sep}{tok})*\s*[\]\)\}}]", re.IGNORECASE if not named else 0),
@@ -119,9 +125,9 @@ def parse_node_list(text: str, *, named: bool = False) -> list[str] | None:
                 cands.append((m.end(), m.end() - m.start(), m.group(0)))
         if not cands:
             m = re.fullmatch(rf"\s*({tok})\s*\.?\s*", part, re.IGNORECASE if not named else 0)
-            return _tokens(m.group(1), named) if m else None
+            return _tokens(m.group(1), naming) if m else None
         cands.sort()
-        return _tokens(cands[-1][2], named)
+        return _tokens(cands[-1][2], naming)
 
     part = answer_part(text)
     got = best(part)
@@ -130,7 +136,9 @@ def parse_node_list(text: str, *, named: bool = False) -> list[str] | None:
     return got
 
 
-def _tokens(chunk: str, named: bool) -> list[str]:
-    if named:
+def _tokens(chunk: str, naming: str | None) -> list[str]:
+    if naming == "names":
         return re.findall(rf"{_NAME}\b", chunk)
+    if naming == "letters":
+        return re.findall(r"\b[A-Z]{1,3}\b", re.sub(r"(?i)\bnode\b", " ", chunk))
     return re.findall(r"\d+", chunk)

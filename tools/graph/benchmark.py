@@ -136,9 +136,9 @@ async def ask(item: Item, llm: ChatModel, *, samples: int = 1, temperature: floa
     else:
         outs = list(await asyncio.gather(*[llm.complete(msgs, max_tokens=max_tokens, temperature=temperature)
                                            for _ in range(samples)]))
-    named = FORMATS[item.format].named_nodes
-    reply, votes = majority_vote(task, [o.text for o in outs], named=named) if samples > 1 else (outs[0].text, 1)
-    c = check(task, item.graph, item.params, reply, item.solution, named=named)
+    naming = FORMATS[item.format].naming
+    reply, votes = majority_vote(task, [o.text for o in outs], naming=naming) if samples > 1 else (outs[0].text, 1)
+    c = check(task, item.graph, item.params, reply, item.solution, naming=naming)
     return Row(id=item.id, task=item.task, generator=item.generator, format=item.format, scheme=item.scheme,
                difficulty=item.difficulty, n_nodes=item.graph.number_of_nodes(), n_edges=item.graph.number_of_edges(),
                extracted=c.extracted, correct=c.correct, random_baseline=item.baseline,

@@ -312,16 +312,18 @@ def graph_solve(
     source: SourceArg = None,
     target: TargetArg = None,
     node: NodeArg = None,
+    progress: Progress | None = None,
 ) -> Solved:
     """Solve a graph task exactly and return the answer with a witness (path, cycle, matching, cut...).
 
     Covers GraphOmni's 6 tasks and 18 more (graph_list_tasks). NP-hard tasks use exact search and are
-    refused past max_nodes_np_hard nodes (max_nodes_max_cut for max_cut), with the bound in the message.
+    refused past max_nodes_np_hard nodes (max_nodes_max_cut for max_cut) or past max_search_steps
+    backtracking steps, with the bound in the message; a cancelled call stops within a few thousand steps.
     """
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)
     p = task_params(t, G, source=source, target=target, node=node)
-    sol = solve(t, G, p)
+    sol = solve(t, G, p, progress)
     witness = sol.witness if isinstance(sol.witness, dict) else None
     return Solved(task=t.key, answer=sol.answer, answer_text=answer_text(t, sol, "adjacency_set"), witness=witness,
                   explanation=sol.explanation[:4000], random_baseline=random_baseline(t, G, p, sol))
@@ -338,8 +340,9 @@ def graph_check_answer(
     source: SourceArg = None,
     target: TargetArg = None,
     node: NodeArg = None,
-    names: Annotated[bool, Field(description="The reply names nodes with first names (the friendship, "
-                                             "coauthorship and social_network formats).")] = False,
+    prompt_format: Annotated[str | None, Field(
+        description="The serialization the question was asked in, when it named nodes other than by number: "
+                    "friendship, coauthorship, social_network (first names) or expert (letters).")] = None,
 ) -> Checked:
     """Read a model's free-text answer to a graph task and validate it against the graph.
 
@@ -350,9 +353,10 @@ def graph_check_answer(
     G = _load_graph(graph, text, text_format, path, directed)
     p = task_params(t, G, source=source, target=target, node=node)
     sol = solve(t, G, p)
-    c = check(t, G, p, answer, sol, named=names)
+    fkey = format_key(prompt_format) if prompt_format else "adjacency_set"
+    c = check(t, G, p, answer, sol, naming=FORMATS[fkey].naming)
     return Checked(task=t.key, extracted=c.extracted, correct=c.correct, parsed=c.parsed, reason=c.reason,
-                   expected=answer_text(t, sol, "friendship" if names else "adjacency_set"))
+                   expected=answer_text(t, sol, fkey))
 
 
 def graph_prompt(

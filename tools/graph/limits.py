@@ -14,7 +14,7 @@ class GraphLimits(BaseModel):
         20, description="Largest graph for the exact maximum cut (it enumerates 2^(n-1) splits)."
     )
     max_search_steps: int = Field(
-        1_000_000, description="Most backtracking steps of one exact search (Hamiltonian, colouring)."
+        300_000, description="Most backtracking steps of one exact search (Hamiltonian, colouring)."
     )
     max_text_chars: int = Field(2_000_000, description="Longest serialized graph text a parser reads.")
     max_inline_chars: int = Field(

@@ -22,7 +22,7 @@ from tools.errors import InvalidInput, unknown_name
 from tools.graph.answers import parse_bool, parse_node_list, parse_number
 from tools.graph.generate import generate
 from tools.graph.model import is_weighted
-from tools.graph.serialize import FORMATS, format_key, name_of
+from tools.graph.serialize import FORMATS, format_key, label_of
 from tools.graph.tasks import Params, Solution, Task, applicable, render_question, sample_params, solve
 
 SCHEMES: dict[str, str] = {
@@ -63,14 +63,14 @@ def scheme_key(name: str) -> str:
 
 def answer_text(task: Task, sol: Solution, fmt: str) -> str:
     """The exact answer written as a model should write it."""
-    named = FORMATS[fmt].named_nodes
+    naming = FORMATS[fmt].naming
     if task.kind == "bool":
         return "Yes" if sol.answer else "No"
     if task.kind in ("int", "number"):
         return str(sol.answer)
     if not sol.answer:
         return "There is no path."
-    return "[" + ", ".join(name_of(u) if named else str(u) for u in sol.answer) + "]"
+    return "[" + ", ".join(label_of(u, naming) for u in sol.answer) + "]"
 
 
 def _block(task: Task, G: nx.Graph, p: Params, fmt: str) -> str:
@@ -81,8 +81,10 @@ def _block(task: Task, G: nx.Graph, p: Params, fmt: str) -> str:
 
 def _instruction(task: Task, fmt: str) -> str:
     what = task.answer_format
-    if FORMATS[fmt].named_nodes and task.kind == "node_list":
+    if FORMATS[fmt].naming == "names" and task.kind == "node_list":
         what = "the list of names in order, like [James, Robert]"
+    if FORMATS[fmt].naming == "letters" and task.kind == "node_list":
+        what = "the list of node letters in order, like [A, D, C]"
     return f"End your reply with a last line 'Answer: ...' giving {what}."
 
 
@@ -141,22 +143,22 @@ def build_prompt(task: Task, G: nx.Graph, p: Params, fmt: str, scheme: str, *, k
     return "\n\n".join(parts)
 
 
-def canonical(task: Task, text: str, named: bool = False):
+def canonical(task: Task, text: str, naming: str | None = None):
     """A hashable reading of an answer, for voting; None when nothing could be read."""
     if task.kind == "bool":
         return parse_bool(text)
     if task.kind in ("int", "number"):
         x = parse_number(text)
         return None if x is None else round(x, 6)
-    toks = parse_node_list(text, named=named)
+    toks = parse_node_list(text, naming=naming)
     return None if toks is None else tuple(toks)
 
 
-def majority_vote(task: Task, replies: list[str], *, named: bool = False) -> tuple[str, int]:
+def majority_vote(task: Task, replies: list[str], *, naming: str | None = None) -> tuple[str, int]:
     """Self-consistency: the reply whose reading is most common (ties: earliest); and that reading's votes."""
     if not replies:
         raise InvalidInput("No replies to vote over.", hint="Sample at least one reply.")
-    readings = [canonical(task, r, named) for r in replies]
+    readings = [canonical(task, r, naming) for r in replies]
     counts = Counter(x for x in readings if x is not None)
     if not counts:
         return replies[0], 0

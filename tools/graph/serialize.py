@@ -4,8 +4,10 @@ GraphOmni's formats are printed the way its prompts show them: the Adjacency Set
 of a dict of sets (`{0: {1, 2}, 1: {0}}`), the Adjacency List a dict of lists, the Edge Set and Edge
 List Python sets/lists of tuples, the Adjacency Matrix numpy's print of a 0/1 matrix, GML and GraphML
 as networkx writes them. GraphQA's encoders ("Talk like a graph", Fatemi et al. 2024) are sentences:
-`adjacency`, `incident`, `friendship`, `coauthorship`, `social_network`, `expert`; the three social
-ones name nodes with first names (node k is `NAMES[k % 50]`, with `k // 50` appended past 50).
+`adjacency`, `incident`, `friendship`, `coauthorship`, `social_network`, `expert`, with their wording;
+the three social ones name nodes with first names (node k is `NAMES[k % 50]`, with `k // 50` appended
+past 50), the expert one with letters (A..Z, AA, ...). Directed and weighted graphs, which GraphQA's
+social encoders do not cover, get a directed phrasing ("James follows Robert") and "(weight w)".
 
 Round trip: `parse(serialize(G, f), f, directed=G.is_directed())` is the same graph for every format.
 Two additions keep that true where GraphOmni's prints lose information: isolated nodes are written
@@ -42,6 +44,46 @@ def name_of(k: int) -> str:
     """The first name that stands for node `k` in the social encoders."""
     base = NAMES[k % len(NAMES)]
     return base if k < len(NAMES) else f"{base}{k // len(NAMES)}"
+
+
+def letters_of(k: int) -> str:
+    """The letter label of node `k` in the expert encoder: A..Z, then AA, AB, ... (bijective base 26)."""
+    out = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        out = chr(ord("A") + r) + out
+    return out
+
+
+def node_of_letters(label: str) -> int:
+    """The node a letter label stands for (the inverse of `letters_of`)."""
+    text = label.strip()
+    if not re.fullmatch(r"[A-Z]+", text):
+        raise InvalidInput(f"{label!r} is not a letter label of the expert encoder.",
+                           hint="Labels are A, B, ..., Z, AA, AB, ...")
+    k = 0
+    for ch in text:
+        k = k * 26 + (ord(ch) - ord("A") + 1)
+    return k - 1
+
+
+def label_of(k: int, naming: str | None) -> str:
+    """How node `k` is written under a naming: None (its number), "names" or "letters"."""
+    if naming == "names":
+        return name_of(k)
+    if naming == "letters":
+        return letters_of(k)
+    return str(k)
+
+
+def node_of_label(tok: str, naming: str | None) -> int:
+    """The node a label stands for under a naming (the inverse of `label_of`)."""
+    if naming == "names":
+        return node_of_name(tok)
+    if naming == "letters":
+        return node_of_letters(tok)
+    return int(tok)
 
 
 def node_of_name(name: str) -> int:
@@ -141,31 +183,34 @@ def _graphml(G: nx.Graph) -> str:
 
 
 def _among(nodes: list[str]) -> str:
-    return ", ".join(nodes)
+    """GraphQA's node list: '0, 1, and 2'."""
+    return nodes[0] if len(nodes) == 1 else ", ".join(nodes[:-1]) + ", and " + nodes[-1]
 
 
 def _graphqa_adjacency(G: nx.Graph) -> str:
     kind = "a directed" if G.is_directed() else "an undirected"
     if G.is_directed():
-        meaning = "(i,j) means that there is a directed edge from node i to node j"
+        meaning = "(i,j) means that there is an edge from node i to node j"
     else:
         meaning = "(i,j) means that node i and node j are connected with an undirected edge"
     if is_weighted(G):
         meaning = meaning.replace("(i,j)", "(i,j,w)") + " of weight w"
     head = f"In {kind} graph, {meaning}. G describes a graph among nodes {_among([str(u) for u in sorted(G)])}."
+    if G.number_of_edges() == 0:
+        return head
     return f"{head}\nThe edges in G are: {' '.join(_edge_tuples(G))}."
 
 
 def _graphqa_incident(G: nx.Graph) -> str:
     kind = "a directed graph" if G.is_directed() else "a graph"
-    lines = [f"G describes {kind} among {_among([str(u) for u in sorted(G)])}.", "In this graph:"]
-    verb = "has directed edges to nodes" if G.is_directed() else "is connected to nodes"
+    lines = [f"G describes {kind} among nodes {_among([str(u) for u in sorted(G)])}.", "In this graph:"]
+    verb = "has directed edges to" if G.is_directed() else "is connected to"
     for u in sorted(G):
         nbrs = sorted(G.adj[u])
         if not nbrs:
             continue
         items = [f"{v} (weight {_w(G, u, v)})" if is_weighted(G) else str(v) for v in nbrs]
-        lines.append(f"Node {u} {verb} {', '.join(items)}.")
+        lines.append(f"Node {u} {verb} {'nodes' if len(items) > 1 else 'node'} {', '.join(items)}.")
     return "\n".join(lines)
 
 
@@ -180,7 +225,7 @@ class _Social:
 _SOCIAL = {
     "friendship": _Social("friendship graph", "We have the following edges in G:",
                           "{a} and {b} are friends", "{a} considers {b} a friend"),
-    "coauthorship": _Social("co-authorship graph", "In this co-authorship graph:",
+    "coauthorship": _Social("coauthorship graph", "In this coauthorship graph:",
                             "{a} and {b} wrote a paper together", "{a} cites {b}"),
     "social_network": _Social("social network graph", "We have the following edges in G:",
                               "{a} and {b} are connected", "{a} follows {b}"),
@@ -192,7 +237,7 @@ def _social_writer(key: str) -> Callable[[nx.Graph], str]:
 
     def write(G: nx.Graph) -> str:
         kind = f"a directed {s.noun}" if G.is_directed() else f"a {s.noun}"
-        lines = [f"G describes {kind} among {_among([name_of(u) for u in sorted(G)])}.", s.intro]
+        lines = [f"G describes {kind} among nodes {_among([name_of(u) for u in sorted(G)])}.", s.intro]
         tmpl = s.directed if G.is_directed() else s.undirected
         for u, v in canonical_edges(G):
             line = tmpl.format(a=name_of(u), b=name_of(v))
@@ -206,10 +251,11 @@ def _social_writer(key: str) -> Callable[[nx.Graph], str]:
 
 def _expert(G: nx.Graph) -> str:
     kind = "directed" if G.is_directed() else "undirected"
-    lines = [f"You are a graph analyst and you have been given a graph G among {_among([str(u) for u in sorted(G)])}.",
+    among = _among([letters_of(u) for u in sorted(G)])
+    lines = [f"You are a graph analyst and you have been given a graph G among nodes {among}.",
              f"G has the following {kind} edges:"]
     for u, v in canonical_edges(G):
-        lines.append(f"{u} -> {v}" + (f" (weight {_w(G, u, v)})" if is_weighted(G) else ""))
+        lines.append(f"{letters_of(u)} -> {letters_of(v)}" + (f" (weight {_w(G, u, v)})" if is_weighted(G) else ""))
     return "\n".join(lines)
 
 
@@ -358,29 +404,27 @@ def _header_nodes(text: str, pattern: str, what: str, to_node: Callable[[str], i
     if not m:
         raise InvalidInput(f"The {what} text lacks its header naming the nodes.",
                            hint=f"It starts like: {_EXAMPLES[what]}")
-    nodes = [to_node(tok) for tok in m.group("nodes").split(",") if tok.strip()]
+    nodes = [to_node(re.sub(r"^and\s+", "", tok.strip())) for tok in m.group("nodes").split(",") if tok.strip()]
     return nodes, m
 
 
 def _parse_graphqa_adjacency(text: str, directed: bool) -> nx.Graph:
-    header = r"In (?P<kind>a directed|an undirected) graph,.*?among nodes (?P<nodes>[^\n]*?)\.\s*\n"
+    header = r"In (?P<kind>a directed|an undirected) graph,.*?among nodes (?P<nodes>[^\n]*?)\.[ \t]*(?:\n|$)"
     nodes, m = _header_nodes(text, header, "adjacency", lambda t: t.strip())
     is_directed = m.group("kind") == "a directed"
-    em = re.search(r"The edges in G are:(.*)", text[m.end():], re.S)
-    if not em:
-        raise InvalidInput("The adjacency text lacks 'The edges in G are: ...'.", hint=_EXAMPLES["adjacency"])
-    edges = [[a, b] if c is None or c == "" else [a, b, float(c)]
-             for a, b, c in re.findall(r"\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*([0-9.eE+-]+)\s*)?\)", em.group(1))]
+    em = re.search(r"The edges in G are:(.*)", text[m.end():], re.S)  # absent when there is no edge
+    found = re.findall(r"\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*([0-9.eE+-]+)\s*)?\)", em.group(1)) if em else []
+    edges = [[a, b] if not c else [a, b, float(c)] for a, b, c in found]
     return build_graph(nodes, edges, directed=is_directed)
 
 
 def _parse_incident(text: str, directed: bool) -> nx.Graph:
-    nodes, m = _header_nodes(text, r"G describes (?P<kind>a directed graph|a graph) among (?P<nodes>[^\n]*?)\.\s*\n",
-                             "incident", lambda t: t.strip())
+    header = r"G describes (?P<kind>a directed graph|a graph) among nodes (?P<nodes>[^\n]*?)\.\s*\n"
+    nodes, m = _header_nodes(text, header, "incident", lambda t: t.strip())
     is_directed = m.group("kind") == "a directed graph"
     edges: list[list] = []
     seen: set[tuple[str, str]] = set()
-    for u, rest in re.findall(r"Node (\d+) (?:is connected to|has directed edges to) nodes ([^\n]*)\.", text):
+    for u, rest in re.findall(r"Node (\d+) (?:is connected to|has directed edges to) nodes? ([^\n]*)\.", text):
         for item in rest.split(","):
             im = re.fullmatch(r"\s*(\d+)(?:\s*\(weight ([0-9.eE+-]+)\))?\s*", item)
             if not im:
@@ -401,7 +445,7 @@ def _social_parser(key: str) -> Callable[[str, bool], nx.Graph]:
 
     def parse(text: str, directed: bool) -> nx.Graph:
         nodes, m = _header_nodes(
-            text, rf"G describes (?P<kind>a directed |a ){re.escape(s.noun)} among (?P<nodes>[^\n]*?)\.\s*\n",
+            text, rf"G describes (?P<kind>a directed |a ){re.escape(s.noun)} among nodes (?P<nodes>[^\n]*?)\.\s*\n",
             key, node_of_name)
         is_directed = m.group("kind").strip() == "a directed"
         tmpl = s.directed if is_directed else s.undirected
@@ -414,12 +458,14 @@ def _social_parser(key: str) -> Callable[[str, bool], nx.Graph]:
 
 
 def _parse_expert(text: str, directed: bool) -> nx.Graph:
-    nodes, _ = _header_nodes(text, r"given a graph G among (?P<nodes>[^\n]*?)\.\s*\n", "expert", lambda t: t.strip())
+    nodes, _ = _header_nodes(text, r"given a graph G among nodes (?P<nodes>[^\n]*?)\.\s*\n", "expert",
+                             node_of_letters)
     km = re.search(r"G has the following (directed|undirected) edges:", text)
     if not km:
         raise InvalidInput("The expert text lacks 'G has the following ... edges:'.", hint=_EXAMPLES["expert"])
-    edges = [[a, b] if not w else [a, b, float(w)]
-             for a, b, w in re.findall(r"^(\d+) -> (\d+)(?: \(weight ([0-9.eE+-]+)\))?\s*$", text[km.end():], re.M)]
+    edges = [[node_of_letters(a), node_of_letters(b)] if not w else [node_of_letters(a), node_of_letters(b), float(w)]
+             for a, b, w in re.findall(r"^([A-Z]+) -> ([A-Z]+)(?: \(weight ([0-9.eE+-]+)\))?\s*$", text[km.end():],
+                                       re.M)]
     return build_graph(nodes, edges, directed=km.group(1) == "directed")
 
 
@@ -433,11 +479,11 @@ class Format:
     source: str  # "GraphOmni" or "GraphQA"
     write: Callable[[nx.Graph], str]
     read: Callable[[str, bool], nx.Graph]
-    named_nodes: bool = False  # nodes appear as first names
+    naming: str | None = None  # None: numbers; "names": first names; "letters": A, B, ...
 
     def node(self, k: int) -> str:
         """How a question refers to node `k` in this format."""
-        return name_of(k) if self.named_nodes else f"node {k}"
+        return f"node {k}" if self.naming is None else label_of(k, self.naming)
 
 
 FORMATS: dict[str, Format] = {
@@ -453,12 +499,12 @@ FORMATS: dict[str, Format] = {
         Format("adjacency", "adjacency (GraphQA)", "GraphQA", _graphqa_adjacency, _parse_graphqa_adjacency),
         Format("incident", "incident (GraphQA)", "GraphQA", _graphqa_incident, _parse_incident),
         Format("friendship", "friendship (GraphQA)", "GraphQA", _social_writer("friendship"),
-               _social_parser("friendship"), named_nodes=True),
+               _social_parser("friendship"), naming="names"),
         Format("coauthorship", "co-authorship (GraphQA)", "GraphQA", _social_writer("coauthorship"),
-               _social_parser("coauthorship"), named_nodes=True),
+               _social_parser("coauthorship"), naming="names"),
         Format("social_network", "social network (GraphQA)", "GraphQA", _social_writer("social_network"),
-               _social_parser("social_network"), named_nodes=True),
-        Format("expert", "expert (GraphQA)", "GraphQA", _expert, _parse_expert),
+               _social_parser("social_network"), naming="names"),
+        Format("expert", "expert (GraphQA)", "GraphQA", _expert, _parse_expert, naming="letters"),
     ]
 }
 
@@ -470,14 +516,17 @@ _EXAMPLES = {
     "adjacency_matrix": "[[0 1]\n [1 0]]",
     "edge_set": "{(0, 1), (1, 2)}",
     "edge_list": "[(0, 1), (1, 2)]",
-    "adjacency": "In an undirected graph, ... G describes a graph among nodes 0, 1, 2.\n"
+    "adjacency": "In an undirected graph, ... G describes a graph among nodes 0, 1, and 2.\n"
     "The edges in G are: (0, 1) (1, 2).",
-    "incident": "G describes a graph among 0, 1, 2.\nIn this graph:\nNode 0 is connected to nodes 1.",
-    "friendship": "G describes a friendship graph among James, Robert.\nWe have the following edges in G:\n...",
-    "coauthorship": "G describes a co-authorship graph among James, Robert.\nIn this co-authorship graph:\n...",
-    "social_network": "G describes a social network graph among James, Robert.\nWe have the following edges in G:\n...",
-    "expert": "You are a graph analyst and you have been given a graph G among 0, 1.\n"
-    "G has the following undirected edges:\n0 -> 1",
+    "incident": "G describes a graph among nodes 0, 1, and 2.\nIn this graph:\nNode 0 is connected to node 1.",
+    "friendship": "G describes a friendship graph among nodes James, and Robert.\n"
+    "We have the following edges in G:\n...",
+    "coauthorship": "G describes a coauthorship graph among nodes James, and Robert.\n"
+    "In this coauthorship graph:\n...",
+    "social_network": "G describes a social network graph among nodes James, and Robert.\n"
+    "We have the following edges in G:\n...",
+    "expert": "You are a graph analyst and you have been given a graph G among nodes A, and B.\n"
+    "G has the following undirected edges:\nA -> B",
 }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +26,8 @@ import networkx as nx
 from tools.errors import InvalidInput, LimitExceeded, unknown_name
 from tools.graph.answers import parse_bool, parse_node_list, parse_number, says_no_path
 from tools.graph.model import is_weighted, require_node
-from tools.graph.serialize import node_of_name
+from tools.graph.serialize import node_of_label
+from tools.progress import Progress
 from tools.settings import get_settings
 
 Params = dict[str, int]
@@ -77,7 +79,7 @@ class Task:
         }[self.kind]
 
 
-# ------------------------------------------------------------------------------------------- helpers
+# ------------------------------------------------------------------------------------------- shared bits
 
 
 def _steps_limit() -> int:
@@ -247,13 +249,21 @@ def _matching(G: nx.Graph, p: Params) -> Solution:
                     f"size {len(pairs)}.")
 
 
+_RUN = threading.local()  # the Progress of the solve() running on this thread, for cancellation checks
+
+
 class _Budget:
+    """Counts the steps of an exact search; refuses past max_search_steps and honours cancellation."""
+
     def __init__(self, task: str) -> None:
         self.left = _steps_limit()
         self.task = task
+        self.progress: Progress | None = getattr(_RUN, "progress", None)
 
     def step(self) -> None:
         self.left -= 1
+        if self.progress is not None and self.left % 4096 == 0:
+            self.progress.check()
         if self.left < 0:
             raise LimitExceeded(f"The exact search for {self.task!r} (steps)", _steps_limit() + 1, _steps_limit(),
                                 "RESEARCH_MCP_GRAPH__MAX_SEARCH_STEPS")
@@ -780,8 +790,11 @@ def task_params(task: Task, G: nx.Graph, *, source: int | None = None, target: i
     return p
 
 
-def solve(task: Task, G: nx.Graph, p: Params) -> Solution:
-    """The exact answer of `task` on `G`; refuses graphs the task is not defined on or too big for exact search."""
+def solve(task: Task, G: nx.Graph, p: Params, progress: Progress | None = None) -> Solution:
+    """The exact answer of `task` on `G`; refuses graphs the task is not defined on or too big for exact search.
+
+    Exact searches check `progress` for cancellation every few thousand steps.
+    """
     why = applicable(task, G)
     if why:
         hints = {"directed": "Generate with directed=true.", "dag": "Generate with directed=true and acyclic=true.",
@@ -790,19 +803,23 @@ def solve(task: Task, G: nx.Graph, p: Params) -> Solution:
         raise InvalidInput(why, hint=" ".join(hints[n] for n in sorted(task.needs)))
     if task.np_hard:
         _np_hard_guard(task, G)
-    return task.solve(G, p)
+    _RUN.progress = progress
+    try:
+        return task.solve(G, p)
+    finally:
+        _RUN.progress = None
 
 
-def _to_nodes(tokens: list[str], named: bool) -> list[int]:
-    out = []
-    for tok in tokens:
-        out.append(node_of_name(tok) if named else int(tok))
-    return out
+def _to_nodes(tokens: list[str], naming: str | None) -> list[int]:
+    return [node_of_label(tok, naming) for tok in tokens]
 
 
 def check(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution | None = None, *,
-          named: bool = False) -> Check:
-    """Read `text` as an answer to `task` and validate it against `G` (never against a stored answer string)."""
+          naming: str | None = None) -> Check:
+    """Read `text` as an answer to `task` and validate it against `G` (never against a stored answer string).
+
+    `naming` says how the question named nodes: None (numbers), "names" or "letters" (see serialize).
+    """
     sol = sol or solve(task, G, p)
     if task.kind == "bool":
         got = parse_bool(text)
@@ -816,14 +833,17 @@ def check(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution | None = 
             return Check(False, False, None, "No number found.")
         ok = math.isclose(got, float(sol.answer), rel_tol=1e-6, abs_tol=1e-6)
         return Check(True, ok, _num(got), "Correct." if ok else f"The answer is {sol.answer}.")
-    tokens = parse_node_list(text, named=named)
+    tokens = parse_node_list(text, naming=naming)
     if not sol.answer and task.key in ("shortest_path", "weighted_shortest_path"):
         no = says_no_path(text)
         return Check(no or tokens is not None, no, "no path" if no else tokens,
                      "Correct: there is no path." if no else "There is no path between these nodes.")
     if tokens is None:
         return Check(False, False, None, "No node sequence found.")
-    nodes = _to_nodes(tokens, named)
+    try:
+        nodes = _to_nodes(tokens, naming)
+    except InvalidInput as exc:
+        return Check(True, False, tokens, exc.message)
     assert task.verify is not None
     unknown = [u for u in nodes if u not in G]
     if unknown:

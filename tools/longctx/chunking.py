@@ -95,8 +95,11 @@ def chunk_text(
 ) -> list[Chunk]:
     """Split `text` into chunks of at most `chunk_tokens` tokens that together cover all of it.
 
-    >>> [c.text for c in chunk_text("One. Two. Three.", 3, tokenizer=get_tokenizer("cl100k_base"))]
+    >>> from tools.longctx.tokens import get_tokenizer
+    >>> [c.text for c in chunk_text("One. Two. Three.", 5, tokenizer=get_tokenizer("cl100k_base"))]
     ['One. Two. ', 'Three.']
+    >>> [c.text for c in chunk_text("One. Two. Three. Four.", 4, 2, tokenizer=get_tokenizer("cl100k_base"))]
+    ['One. Two.', 'Two. Three.', 'Three. Four.']
     """
     validate_sizes(chunk_tokens, overlap_tokens)
     tok = tokenizer or default_tokenizer()

@@ -140,3 +140,4 @@ class NoiseFitResult(BaseModel):
     predicted_best_chunk_tokens: float | None = Field(
         description="argmin_c of (T/c)(alpha c^beta + task noise per chunk), when task noise > 0 and beta > 1.")
     rows: list[FitRow]
+    notes: list[str] = Field(default_factory=list)

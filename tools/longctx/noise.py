@@ -191,8 +191,15 @@ def longctx_fit_noise(
     s_loss = [accuracy_to_loss(p.accuracy, p.items) for p in single_shot]
     rows = []
     target = target_tokens or max([p.tokens for p in single_shot] + [p.tokens for p in chunked])
+    notes: list[str] = []
+    fit_points = [(p.tokens, loss) for p, loss in zip(single_shot, s_loss, strict=True) if p.accuracy > 0]
+    if len({t for t, loss in fit_points if loss > 0}) < 2:
+        fit_points = list(zip([p.tokens for p in single_shot], s_loss, strict=True))
+    elif len(fit_points) < len(single_shot):
+        notes.append(f"{len(single_shot) - len(fit_points)} single-shot points at accuracy 0 were left out of the "
+                     "fit: their loss is only known to be at least the floor -ln(1/(2n)).")
     try:
-        law: PowerLaw | None = fit_power_law([p.tokens for p in single_shot], s_loss)
+        law: PowerLaw | None = fit_power_law([t for t, _ in fit_points], [loss for _, loss in fit_points])
     except InvalidInput:
         if not all(loss <= trivial_loss for loss in s_loss):
             raise
@@ -233,5 +240,5 @@ def longctx_fit_noise(
         single_accuracy_at_target=math.exp(-single_at),
         chunked_accuracy_at_target=math.exp(-chunked_at) if chunked_at is not None else None,
         regime=regime.name, explanation=regime.explanation, crossover_tokens=crossover,
-        predicted_best_chunk_tokens=best_c, rows=rows,
+        predicted_best_chunk_tokens=best_c, rows=rows, notes=notes,
     )

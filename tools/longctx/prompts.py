@@ -128,10 +128,13 @@ def chain_step(spec: TaskSpec, text: str, part: int, parts: int, notes: str,
     )
 
 
-def chain_final(spec: TaskSpec, notes: str, parts: int) -> list[Message]:
+def chain_final(spec: TaskSpec, notes: str, parts: int, failed_parts: list[int] | None = None) -> list[Message]:
     """The Chain-of-Agents manager answers from the final notes."""
+    missing = (f" Parts {compress_ranges(failed_parts)} could not be read (the model call failed)."
+               if failed_parts else "")
     return _msgs(
-        f"Notes gathered by reading a long text part by part ({parts} parts).\n<notes>\n{notes or NA}\n</notes>\n"
+        f"Notes gathered by reading a long text part by part ({parts} parts).{missing}\n"
+        f"<notes>\n{notes or NA}\n</notes>\n"
         f"Task: {spec.task}\n{_fill(_MANAGER_DUTY[spec.kind].replace('reports', 'notes'), spec)} "
         f"{_ANSWER_FORM[spec.kind]}"
     )

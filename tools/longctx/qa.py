@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -95,7 +96,8 @@ async def longctx_answer(
     overlap_tokens: Annotated[int, Field(ge=0, description="Tokens consecutive chunks share (about 5% of the "
                                          "chunk); forced to 0 for counting.")] = 200,
     planner: Annotated[bool, Field(description="First rewrite the task into a per-chunk instruction.")] = False,
-    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at the same time.")] = 8,
+    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at the same time (the endpoint's own "
+                                      "cap, RESEARCH_MCP_LLM_CONCURRENCY, also applies).")] = 8,
     encoding: EncodingArg = DEFAULT_ENCODING,
     progress: Progress | None = None,
     llm: ChatModel | None = None,
@@ -116,14 +118,15 @@ async def longctx_answer(
     body = load_text(text, path)
     tok = _tokenizer(encoding)
     model = resolve_llm(llm)
-    chunks, budget, notes = make_chunks(body, spec, topology, chunk_tokens, overlap_tokens, tok, planner=planner)
-    text_tokens = tok.count(body)
+    # Tokenizing megabytes is CPU work: do it off the event loop.
+    chunks, budget, overlap, notes = await asyncio.to_thread(
+        make_chunks, body, spec, topology, chunk_tokens, overlap_tokens, tok, planner=planner)
+    text_tokens = await asyncio.to_thread(tok.count, body)
     report(progress, 0, len(chunks) + 1 + int(planner), f"{len(chunks)} chunks of up to {budget} text tokens")
     run = await run_chunked(model, spec, chunks, topology, tokenizer=tok, chunk_tokens=chunk_tokens,
                             concurrency=concurrency, planner=planner, progress=progress)
     run.notes[:0] = notes
-    used_overlap = 0 if any("Overlap set to 0" in n for n in notes) else min(overlap_tokens, budget // 2)
-    return _answer_result(run, model, text_tokens, chunk_tokens, budget, used_overlap, tok.name)
+    return _answer_result(run, model, text_tokens, chunk_tokens, budget, overlap, tok.name)
 
 
 async def longctx_single_shot(
@@ -145,7 +148,7 @@ async def longctx_single_shot(
     spec = _spec(task, task_kind, aggregate)
     body = load_text(text, path)
     tok = _tokenizer(encoding)
-    n = tok.count(body)
+    n = await asyncio.to_thread(tok.count, body)
     limit = get_settings().longctx.max_single_shot_tokens
     if n > limit:
         raise LimitExceeded("The text (tokens) for one call", n, limit, "RESEARCH_MCP_LONGCTX__MAX_SINGLE_SHOT_TOKENS")
@@ -203,7 +206,8 @@ async def longctx_choose_chunk_size(
     for size in sizes:
         correct = calls = failed = n_chunks = 0
         for spec, body, answers in docs:
-            chunks, _, _ = make_chunks(body, spec, topology, size, int(size * overlap_fraction), tok)
+            chunks, _, _, _ = await asyncio.to_thread(
+                make_chunks, body, spec, topology, size, int(size * overlap_fraction), tok)
             run = await run_chunked(model, spec, chunks, topology, tokenizer=tok, chunk_tokens=size,
                                     concurrency=concurrency)
             correct += substring_match(run.answer, answers)

@@ -152,8 +152,12 @@ def get_tokenizer(name: str = DEFAULT_ENCODING) -> Tokenizer:
         return ApproxTokenizer()
     if name not in _ENCODINGS:
         raise unknown_name("token encoding", name, ENCODING_NAMES)
-    import tiktoken
-
+    try:
+        import tiktoken
+    except ImportError as exc:
+        raise NotConfigured(
+            "tiktoken is not installed.", hint="pip install tiktoken bpe-openai, or use the encoding 'approx'."
+        ) from exc
     info = _ENCODINGS[name]
     enc = tiktoken.Encoding(
         name=name,

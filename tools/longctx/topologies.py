@@ -114,8 +114,8 @@ def prompt_overhead(spec: TaskSpec, topology: str, tokenizer: Tokenizer, planner
 
 
 def make_chunks(text: str, spec: TaskSpec, topology: str, chunk_tokens: int, overlap_tokens: int,
-                tokenizer: Tokenizer, *, planner: bool = False) -> tuple[list[Chunk], int, list[str]]:
-    """Chunks whose worker prompts fit `chunk_tokens`; (chunks, text budget per chunk, notes)."""
+                tokenizer: Tokenizer, *, planner: bool = False) -> tuple[list[Chunk], int, int, list[str]]:
+    """Chunks whose worker prompts fit `chunk_tokens`: (chunks, text budget per chunk, overlap used, notes)."""
     if topology not in TOPOLOGIES:
         from tools.errors import unknown_name
 
@@ -134,7 +134,7 @@ def make_chunks(text: str, spec: TaskSpec, topology: str, chunk_tokens: int, ove
         overlap_tokens = 0
     overlap_tokens = min(overlap_tokens, budget // 2)
     validate_sizes(budget, overlap_tokens)
-    return chunk_text(text, budget, overlap_tokens, tokenizer), budget, notes
+    return chunk_text(text, budget, overlap_tokens, tokenizer), budget, overlap_tokens, notes
 
 
 async def _gather_reports(
@@ -278,7 +278,9 @@ async def run_chunked(
             step += 1
             report(progress, step, total, f"chain step {part}/{n}: {reports[-1].status}")
         all_failed(reports)
-        c = await meter.complete(prompts.chain_final(spec, notes_text, n), MANAGER_MAX_TOKENS)
+        c = await meter.complete(
+            prompts.chain_final(spec, notes_text, n, [r.part for r in reports if r.status == "failed"]),
+            MANAGER_MAX_TOKENS)
         report(progress, total, total, "manager")
         return finish(c.text.strip(), reports, "llm")
 

@@ -358,7 +358,6 @@ def nid_score(
     Bounds: RESEARCH_MCP_NID__MAX_NIDS NIDs, RESEARCH_MCP_NID__MAX_SCORED_CONTEXTS contexts.
     """
     import numpy as np
-    import torch
 
     from tools.nid.pipeline import candidate_set, score_features
     from tools.nid.scores import SCORE_NAMES
@@ -376,6 +375,8 @@ def nid_score(
         raise LimitExceeded("contexts to score", n_ctx, lim.max_scored_contexts,
                             "RESEARCH_MCP_NID__MAX_SCORED_CONTEXTS")
     scorer = _open_scorer(model, endpoint, endpoint_model)
+    import torch
+
     sets = [candidate_set(docs[d], s, e, t, n_gids, seed=seed) for d, s, e, t in occ]
     old = torch.get_num_threads()
     torch.set_num_threads(_threads())
@@ -392,8 +393,9 @@ def nid_score(
         w = csv.writer(fh)
         w.writerow(["nid", "type", *SCORE_NAMES, *[f"gid_mean_{s}" for s in SCORE_NAMES]])
         for i, s in enumerate(sets):
-            w.writerow([s.nid, s.type, *[f"{x:.6g}" for x in feats[i, 0]],
-                        *[f"{x:.6g}" for x in np.nanmean(feats[i, 1:], axis=0)]])
+            gid_mean = [float(np.mean(col[~np.isnan(col)])) if np.any(~np.isnan(col)) else float("nan")
+                        for col in feats[i, 1:].T]
+            w.writerow([s.nid, s.type, *[f"{x:.6g}" for x in feats[i, 0]], *[f"{x:.6g}" for x in gid_mean]])
     summary = []
     for j, name in enumerate(SCORE_NAMES):
         col = feats[:, :, j]

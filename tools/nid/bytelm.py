@@ -61,13 +61,17 @@ def build_model(cfg: ByteLMConfig):
             self.ln_f = nn.LayerNorm(cfg.d_model)
             self.head = nn.Linear(cfg.d_model, 256)
 
-        def forward(self, idx):
+        def hidden(self, idx):
+            """Final hidden states (B, T, d) before the output head."""
             b, t = idx.shape
             pos = torch.arange(t, device=idx.device).unsqueeze(0).expand(b, t)
             x = self.tok(idx) + self.pos(pos)
             for blk in self.blocks:
                 x = blk(x)
-            return self.head(self.ln_f(x))
+            return self.ln_f(x)
+
+        def forward(self, idx):
+            return self.head(self.hidden(idx))
 
     return ByteLM()
 

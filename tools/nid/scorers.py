@@ -77,10 +77,23 @@ class ByteLMScorer:
             for lo in range(0, len(order), step):
                 idx = order[lo : lo + step]
                 x, y = encode_batch([prepared[i][0] for i in idx], block)
-                logp = torch.log_softmax(self.model(x).float(), dim=-1)
-                for row, i in enumerate(idx):
+                # the output head and the statistics only at identifier positions
+                rows = torch.tensor([row for row, i in enumerate(idx) for _ in range(prepared[i][1], prepared[i][2])])
+                cols = torch.tensor([t for i in idx for t in range(prepared[i][1], prepared[i][2])])
+                h = self.model.hidden(x)[rows, cols]
+                logp = torch.log_softmax(self.model.head(h).float(), dim=-1)
+                tgt = y[rows, cols].unsqueeze(-1)
+                true_lp = logp.gather(1, tgt).squeeze(-1)
+                p = logp.exp()
+                mu = (p * logp).sum(-1)
+                sigma = ((p * logp.square()).sum(-1) - mu.square()).clamp_min(0.0).sqrt()
+                max_other = logp.scatter(1, tgt, -math.inf).max(-1).values
+                arrays = [t.double().numpy() for t in (true_lp, mu, sigma, max_other)]
+                pos = 0
+                for i in idx:
                     _, s, e = prepared[i]
-                    out[i] = _stats_from_logprobs(logp[row, s:e], y[row, s:e])
+                    out[i] = TokenStats(*(a[pos : pos + e - s].copy() for a in arrays))
+                    pos += e - s
         return [o for o in out if o is not None]
 
 

@@ -1,0 +1,1 @@
+"""End-to-end NID audit experiment: train, score, DP audit, dataset inference, figures, benchmark."""
