@@ -218,8 +218,6 @@ def main(argv: list[str] | None = None) -> int:
         return _call(args.tool, args.arguments)
     if args.command == "demo":
         return _demo(args.family)
-    if args.command == "agent":
-        return _delegate("agents.cli", args.rest, "agent runner")
     if args.command == "eval":
         if not args.rest or args.rest[0].startswith("-"):
             from server.registry import family_names

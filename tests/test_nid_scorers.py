@@ -79,6 +79,22 @@ def test_byte_lm_batched_equals_single_and_direct(tiny_model: Path) -> None:
     np.testing.assert_allclose(batched[3].mu, mu, atol=1e-4)
 
 
+def test_shared_prefix_pass_equals_plain_forward(tiny_model: Path) -> None:
+    """An NID and its GIDs share the bytes before the identifier; that prefix is computed once."""
+    from tools.nid.pipeline import candidate_set
+
+    sc = open_model(tiny_model)
+    sets = [candidate_set(f"id {i}: {hashlib_hex(i)} ok", 7, 39, "md5", 5) for i in range(3)]
+    sets.append(candidate_set("x serialVersionUID = 1234567890123456789L;", 21, 41, "serial_version_uid", 5))
+    ctxs = [c for s in sets for c in s.contexts(16, 4)]
+    grouped = sc.token_stats(ctxs, batch_size=4)
+    plain = [sc.token_stats([c], batch_size=1)[0] for c in ctxs]
+    for g, p in zip(grouped, plain, strict=True):
+        assert len(g) == len(p) > 0
+        for field in ("logp", "mu", "sigma", "max_other"):
+            np.testing.assert_allclose(getattr(g, field), getattr(p, field), atol=1e-5)
+
+
 class _Completions:
     """A scripted OpenAI-compatible /v1/completions server: one token per character, echo with logprobs.
 

@@ -25,7 +25,8 @@ def test_the_readme_shows_every_demo_call() -> None:
     shown = readme_calls()
     assert len(shown) >= len(EXAMPLES)
     for ex in EXAMPLES:
-        assert (ex.tool, ex.arguments) in shown, f"README lacks: research-mcp call {ex.tool} '{json.dumps(ex.arguments)}'"
+        line = f"research-mcp call {ex.tool} '{json.dumps(ex.arguments)}'"
+        assert (ex.tool, ex.arguments) in shown, f"README lacks: {line}"
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -216,14 +216,16 @@ def make_library(n: int, seed_smiles: Sequence[str]) -> list[str]:
     return out
 
 
-def screen_benchmark(n: int, out: Path, loop_sample: int = 200) -> dict:
+def screen_benchmark(n: int, loop_sample: int = 200) -> dict:
     from tools.dti.files import read_molecules
     from tools.dti.scoring import PairIn, dti_score, dti_screen
     from tools.paths import sample_path
 
     lib = [r.smiles for r in read_molecules(sample_path("dti/screening_library.smi"))]
     smiles = make_library(n, lib)
-    path = out / f"bench_library_{n}.smi"
+    from tools.paths import output_path
+
+    path = output_path(f"bench_library_{n}", ".smi")  # inside the output folder, which tools may read
     path.write_text("\n".join(f"{s} m{i}" for i, s in enumerate(smiles)) + "\n")
     import csv
 
@@ -393,8 +395,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--data", type=Path, default=SHARED, help="Folder with dtiam/ and drugban/.")
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--from-runs", nargs="*", type=Path, default=[],
-                    help="Only re-summarise per-run CSVs written by earlier runs (dti_results_runs.csv).")
+    ap.add_argument(
+        "--from-runs",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="Only re-summarise per-run CSVs written by earlier runs (dti_results_runs.csv).",
+    )
     args = ap.parse_args(argv)
 
     import torch
@@ -435,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             args.ablations or ["no_volume_loss"],
             rows,
         )
-        bench = screen_benchmark(args.screen or 3000, out, loop_sample=20)
+        bench = screen_benchmark(args.screen or 3000, loop_sample=20)
     elif args.test:
         train = args.train or (args.test.parent / "train.csv")
         if not train.exists():
@@ -469,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 ap.error(f"unknown set {s!r}")
     if args.screen and not args.quick:
-        bench = screen_benchmark(args.screen, out)
+        bench = screen_benchmark(args.screen)
     if bench:
         (out / "dti_benchmark.json").write_text(json.dumps(bench, indent=1))
     summary = summarise(rows)

@@ -32,11 +32,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="evals.nid", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a seconds-long smoke run (tiny model, few NIDs)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: <output dir>/eval_nid)")
-    ap.add_argument("--per-dataset", type=int, default=40, help="NIDs per data set (members + non-members)")
+    ap.add_argument("--per-dataset", type=int, default=48, help="NIDs per data set (members + non-members)")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--d-model", type=int, default=64)
     ap.add_argument("--gids", type=int, default=15, help="GIDs per NID")
-    ap.add_argument("--dp-runs", type=int, default=3)
+    ap.add_argument("--dp-runs", type=int, default=5)
     ap.add_argument("--dp-epsilon", type=float, default=4.0, help="target eps of DP-SGD (add/remove one)")
     ap.add_argument("--dp-epochs", type=int, default=15)
     ap.add_argument("--alpha", type=float, default=0.05)
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         dm = fm[:, 0, j] - np.nanmean(fm[:, 1:, j], axis=1)
         dn = fn[:, 0, j] - np.nanmean(fn[:, 1:, j], axis=1)
         curves[name] = (dm, dn)
-    roc_plot(curves, out / "roc.png", title="members vs non-members (NID score minus its GIDs' mean)")
+    roc_plot(curves, out / "roc.png", title="members vs non-members\n(NID score minus its GIDs' mean)")
     rank_histogram(di_m.ranks, a.gids + 1, out / "rank_histogram.png", title="out-of-fold NID ranks among GIDs",
                    others={"members": di_m.ranks, "non-members": di_n.ranks})
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from tools.dti.chem import check_protein, try_check_protein, try_parse_smiles
 from tools.dti.files import file_kind, read_molecules, read_pairs, write_csv
+from tools.dti.files import write_sdf as write_sdf_file
 from tools.dti.registry import DEFAULT_MODEL, load_model
 from tools.errors import InvalidInput, LimitExceeded
 from tools.paths import output_path, resolve_input
@@ -435,7 +436,7 @@ def dti_screen(
     sdf_path = None
     if write_sdf:
         sdf_path = str(
-            write_sdf(
+            write_sdf_file(
                 output_path("dti_screen_hits", ".sdf"),
                 [(rec.id, res.features.smiles, {"rank": rank, "score": sc}) for rank, rec, res, sc in hits],
             )

@@ -89,9 +89,9 @@ def nid_detect(
     plausible_only: Annotated[bool, Field(description="Drop values that cannot be random (1L, 20100212L).")] = True,
     max_results: Annotated[int, Field(description="Most identifiers listed (counts cover all).")] = 200,
 ) -> DetectResult:
-    """Find natural identifiers (hex digests, git commit ids, Ethereum addresses, serialVersionUIDs, t.co codes,
-    UUIDs, SRI hashes) in a text, deduplicated.
+    """Find natural identifiers (hex digests, commit ids, Ethereum addresses, short URLs...) in a text, deduplicated.
 
+    Identifiers: hex digests, git commit ids, Ethereum addresses, serialVersionUIDs, t.co codes, UUIDs, SRI hashes.
     Use it first, to see which identifiers a document holds before generating GIDs or scoring a model. Returns
     each distinct identifier with its type, first span, casing and count. Types: git_commit, sha512, sha256,
     sha1, md5, eth_address, serial_version_uid, tco, uuid, sri. Text up to RESEARCH_MCP_NID__MAX_TEXT_CHARS.
@@ -132,7 +132,7 @@ def nid_generate(
     n: Annotated[int, Field(description="How many GIDs to draw.")] = 8,
     seed: Annotated[int, Field(description="Seed; the same seed and identifier give the same GIDs.")] = 0,
 ) -> GenerateResult:
-    """Draw generated identifiers (GIDs): same-format, same-alphabet, same-length, same-casing stand-ins for an NID.
+    """Draw generated identifiers (GIDs): same-format, same-length, same-casing stand-ins for an NID.
 
     Use it to make non-member canaries: Ethereum addresses get a valid EIP-55 checksum (Keccak-256), a
     serialVersionUID is a uniform signed 64-bit integer plus L, a t.co code 10 base62 characters. GIDs are
@@ -349,10 +349,10 @@ def nid_score(
     seed: Annotated[int, Field(description="Seed for GIDs and subsets.")] = 0,
     progress: Progress | None = None,
 ) -> ScoreResult:
-    """Score each NID and its GIDs in the same context with membership scores (loss, zlib, Min-K%, Min-K%++,
-    ReCaLL, hinge; higher = more member-like), computed on the identifier's tokens only.
+    """Score each NID and its GIDs in the same context with six membership scores on the identifier's tokens.
 
-    Use it to turn a model and a set of NIDs into the features the audit and dataset inference take. The
+    Scores: loss, zlib, Min-K%, Min-K%++, ReCaLL, hinge; higher = more member-like. Use it to turn a model and a
+    set of NIDs into the features the audit and dataset inference take. The
     model is a local checkpoint/folder or an OpenAI-compatible completions endpoint with prompt logprobs.
     Writes an NPZ (features) and a CSV; returns their paths and, per score, how NIDs rank among GIDs.
     Bounds: RESEARCH_MCP_NID__MAX_NIDS NIDs, RESEARCH_MCP_NID__MAX_SCORED_CONTEXTS contexts.
@@ -628,10 +628,10 @@ def nid_train_model(
     seed: Annotated[int, Field(description="Seed for the split, initialisation and batches.")] = 0,
     progress: Progress | None = None,
 ) -> TrainOutput:
-    """Train a small byte-level causal LM on texts around real NIDs (members), optionally with DP-SGD, so audits
-    run end to end without downloaded weights.
+    """Train a small byte-level causal LM on texts around real NIDs (members), optionally with DP-SGD (Opacus).
 
-    Use it to get a model whose training set is known: each training text is one NID's context; a held-out
+    Audits then run end to end without downloaded weights. Use it to get a model whose training set is known:
+    each training text is one NID's context; a held-out
     part of the NIDs are non-members. Long-running: reports progress per epoch and stops when cancelled.
     Returns the checkpoint (for nid_score), the split file and, with DP, the accountant's eps. Bounds:
     RESEARCH_MCP_NID__MAX_TRAIN_EXAMPLES texts, __MAX_TRAIN_EPOCHS, __MAX_MODEL_DIM, __MAX_MODEL_LAYERS.

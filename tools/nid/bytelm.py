@@ -51,6 +51,27 @@ def build_model(cfg: ByteLMConfig):
             x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
             return x + self.out(F.gelu(self.fc(self.ln2(x))))
 
+        def forward_shared(self, xp, xc):
+            """One shared prefix xp (1, P, d) and B continuations xc (B, L, d) of it: the same result as running
+            each prefix + continuation through `forward`, with the prefix computed once."""
+            d, h = xp.shape[-1], cfg.n_head
+            p_len, (b, c_len) = xp.shape[1], xc.shape[:2]
+
+            def heads(z):
+                return z.view(z.shape[0], z.shape[1], h, d // h).transpose(1, 2)
+
+            qp, kp, vp = (heads(z) for z in self.qkv(self.ln1(xp)).split(d, dim=2))
+            qc, kc, vc = (heads(z) for z in self.qkv(self.ln1(xc)).split(d, dim=2))
+            yp = F.scaled_dot_product_attention(qp, kp, vp, is_causal=True)
+            keys = torch.cat([kp.expand(b, -1, -1, -1), kc], dim=2)
+            values = torch.cat([vp.expand(b, -1, -1, -1), vc], dim=2)
+            mask = torch.ones(c_len, p_len + c_len, dtype=torch.bool)
+            mask[:, p_len:] = torch.tril(mask[:, p_len:])
+            yc = F.scaled_dot_product_attention(qc, keys, values, attn_mask=mask)
+            xp = xp + self.proj(yp.transpose(1, 2).reshape(1, p_len, d))
+            xc = xc + self.proj(yc.transpose(1, 2).reshape(b, c_len, d))
+            return (xp + self.out(F.gelu(self.fc(self.ln2(xp)))), xc + self.out(F.gelu(self.fc(self.ln2(xc)))))
+
     class ByteLM(nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -69,6 +90,16 @@ def build_model(cfg: ByteLMConfig):
             for blk in self.blocks:
                 x = blk(x)
             return self.ln_f(x)
+
+        def hidden_shared(self, prefix, cont):
+            """Hidden states predicting the bytes after a shared prefix (1, P) for B continuations (B, L) of it:
+            (B, L + 1, d), row j holding the states at positions P - 1 .. P + L - 1."""
+            p_len, (b, c_len) = prefix.shape[1], cont.shape
+            xp = self.tok(prefix) + self.pos(torch.arange(p_len).unsqueeze(0))
+            xc = self.tok(cont) + self.pos(torch.arange(p_len, p_len + c_len).unsqueeze(0).expand(b, c_len))
+            for blk in self.blocks:
+                xp, xc = blk.forward_shared(xp, xc)
+            return self.ln_f(torch.cat([xp[:, -1:].expand(b, 1, -1), xc], dim=1))
 
         def forward(self, idx):
             return self.head(self.hidden(idx))

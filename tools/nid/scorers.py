@@ -58,7 +58,7 @@ class ByteLMScorer:
     def token_stats(self, contexts: list[Context], batch_size: int = 64) -> list[TokenStats]:
         import torch
 
-        from tools.nid.bytelm import encode_batch
+        from tools.nid.bytelm import BOS, encode_batch
 
         block = self.model.config.block_size
         prepared: list[tuple[bytes, int, int]] = []
@@ -71,30 +71,52 @@ class ByteLMScorer:
             keep = head[-block:]
             prepared.append((keep, len(keep) - n_id, len(keep)))
         out: list[TokenStats | None] = [None] * len(contexts)
-        order = sorted(range(len(contexts)), key=lambda i: len(prepared[i][0]))
         step = max(1, batch_size)
+        # candidates that share the bytes before the identifier (an NID and its GIDs) share one prefix pass
+        groups: dict[tuple[bytes, int], list[int]] = {}
+        for i, (keep, s, e) in enumerate(prepared):
+            groups.setdefault((keep[:s], e - s), []).append(i)
+        singles = [i for g in groups.values() if len(g) == 1 or step == 1 for i in g]
         with torch.inference_mode():
+            for (prefix, n_id), members in groups.items():
+                if len(members) == 1 or step == 1:
+                    continue
+                for lo in range(0, len(members), step):
+                    idx = members[lo : lo + step]
+                    pre = torch.tensor([[BOS, *prefix]], dtype=torch.long)
+                    cont = torch.tensor([list(prepared[i][0][len(prefix) : len(prefix) + n_id - 1]) for i in idx],
+                                        dtype=torch.long).reshape(len(idx), n_id - 1)
+                    h = self.model.hidden_shared(pre, cont).reshape(-1, self.model.config.d_model)
+                    tgt = torch.tensor([list(prepared[i][0][len(prefix) :]) for i in idx], dtype=torch.long)
+                    self._fill(out, idx, [n_id] * len(idx), h, tgt.reshape(-1))
+            order = sorted(singles, key=lambda i: len(prepared[i][0]))
             for lo in range(0, len(order), step):
                 idx = order[lo : lo + step]
                 x, y = encode_batch([prepared[i][0] for i in idx], block)
                 # the output head and the statistics only at identifier positions
                 rows = torch.tensor([row for row, i in enumerate(idx) for _ in range(prepared[i][1], prepared[i][2])])
                 cols = torch.tensor([t for i in idx for t in range(prepared[i][1], prepared[i][2])])
-                h = self.model.hidden(x)[rows, cols]
-                logp = torch.log_softmax(self.model.head(h).float(), dim=-1)
-                tgt = y[rows, cols].unsqueeze(-1)
-                true_lp = logp.gather(1, tgt).squeeze(-1)
-                p = logp.exp()
-                mu = (p * logp).sum(-1)
-                sigma = ((p * logp.square()).sum(-1) - mu.square()).clamp_min(0.0).sqrt()
-                max_other = logp.scatter(1, tgt, -math.inf).max(-1).values
-                arrays = [t.double().numpy() for t in (true_lp, mu, sigma, max_other)]
-                pos = 0
-                for i in idx:
-                    _, s, e = prepared[i]
-                    out[i] = TokenStats(*(a[pos : pos + e - s].copy() for a in arrays))
-                    pos += e - s
+                self._fill(out, idx, [prepared[i][2] - prepared[i][1] for i in idx], self.model.hidden(x)[rows, cols],
+                           y[rows, cols])
         return [o for o in out if o is not None]
+
+
+    def _fill(self, out: list, idx: list[int], lengths: list[int], h, targets) -> None:
+        """Statistics from hidden states h (N, d) and target bytes (N,), split into consecutive runs."""
+        import torch
+
+        logp = torch.log_softmax(self.model.head(h).float(), dim=-1)
+        tgt = targets.unsqueeze(-1)
+        true_lp = logp.gather(1, tgt).squeeze(-1)
+        p = logp.exp()
+        mu = (p * logp).sum(-1)
+        sigma = ((p * logp.square()).sum(-1) - mu.square()).clamp_min(0.0).sqrt()
+        max_other = logp.scatter(1, tgt, -math.inf).max(-1).values
+        arrays = [t.double().numpy() for t in (true_lp, mu, sigma, max_other)]
+        pos = 0
+        for i, n in zip(idx, lengths, strict=True):
+            out[i] = TokenStats(*(a[pos : pos + n].copy() for a in arrays))
+            pos += n
 
 
 class HFScorer:
