@@ -122,7 +122,9 @@ def evaluate(
                 _log(f"{name} {split} seed {seed} fold {fold}: {ab} AUROC {au:.4f} AUPRC {ap:.4f}")
 
 
-def run_dtiam(set_name, splits, seeds, folds_used, cfg_kwargs, ablations, ablation_splits, rows, root) -> None:
+def run_dtiam(
+    set_name, splits, seeds, folds_used, cfg_kwargs, ablations, ablation_splits, rows, root, ablation_seeds=(0,)
+) -> None:
     from evals.dti.data import folds, load_dtiam
 
     for split in splits:
@@ -151,10 +153,13 @@ def run_dtiam(set_name, splits, seeds, folds_used, cfg_kwargs, ablations, ablati
             ablations if split in ablation_splits else (),
             rows,
             resample=resample,
+            ablation_seeds=ablation_seeds,
         )
 
 
-def run_train_test(name, split, train_csv: Path, test_csv: Path, seeds, cfg_kwargs, ablations, rows) -> None:
+def run_train_test(
+    name, split, train_csv: Path, test_csv: Path, seeds, cfg_kwargs, ablations, rows, ablation_seeds=(0,)
+) -> None:
     from evals.dti.data import load_csv_pairs
 
     a = load_csv_pairs(train_csv)
@@ -168,17 +173,21 @@ def run_train_test(name, split, train_csv: Path, test_csv: Path, seeds, cfg_kwar
     def it():
         yield split, 0, tr, te
 
-    evaluate(name, smiles, seqs, None, None, y, it, seeds, cfg_kwargs, ablations, rows)
+    evaluate(name, smiles, seqs, None, None, y, it, seeds, cfg_kwargs, ablations, rows, ablation_seeds=ablation_seeds)
 
 
 # ------------------------------------------------------------------ screening benchmark
 
 
-def make_library(n: int, seed_smiles: Sequence[str]) -> list[str]:
+def make_library(n: int, seed_smiles: Sequence[str], valid_only: bool = False) -> list[str]:
     """`n` distinct SMILES strings made by prefixing and suffixing real SMILES with small groups.
 
-    Some are chemically invalid (valence), as in real libraries; they are reported, not scored.
+    String edits can break valences; with `valid_only` only strings RDKit sanitizes are kept (checked
+    here, outside any timing), otherwise invalid ones stay in, as in real libraries, to be reported.
     """
+    from rdkit import Chem, RDLogger
+
+    RDLogger.DisableLog("rdApp.*")
     prefixes = [
         "",
         "C",
@@ -208,11 +217,14 @@ def make_library(n: int, seed_smiles: Sequence[str]) -> list[str]:
         for pre in prefixes:
             for s in seed_smiles:
                 cand = pre + s + suf
-                if cand not in seen:
-                    seen.add(cand)
-                    out.append(cand)
-                    if len(out) == n:
-                        return out
+                if cand in seen:
+                    continue
+                seen.add(cand)
+                if valid_only and Chem.MolFromSmiles(cand) is None:
+                    continue
+                out.append(cand)
+                if len(out) == n:
+                    return out
     return out
 
 
@@ -222,7 +234,8 @@ def screen_benchmark(n: int, loop_sample: int = 200) -> dict:
     from tools.paths import sample_path
 
     lib = [r.smiles for r in read_molecules(sample_path("dti/screening_library.smi"))]
-    smiles = make_library(n, lib)
+    generated = make_library(n + loop_sample, lib, valid_only=True)
+    smiles, fresh = generated[:n], generated[n:]
     from tools.paths import output_path
 
     path = output_path(f"bench_library_{n}", ".smi")  # inside the output folder, which tools may read
@@ -232,7 +245,6 @@ def screen_benchmark(n: int, loop_sample: int = 200) -> dict:
     with open(sample_path("dti/targets.csv")) as fh:
         target = next(csv.DictReader(fh))["sequence"]
     # per-pair loop on a sample of fresh molecules (not in the feature cache), extrapolated
-    fresh = make_library(n + loop_sample, lib)[n:]
     t = time.time()
     for s in fresh:
         dti_score(pairs=[PairIn(smiles=s, protein=target)])
@@ -354,7 +366,7 @@ def plot(summary: list[dict], path: Path) -> Path:
     ax.set_xticklabels([f"{d}\n{s}" for d, s in cases], fontsize=8)
     ax.set_ylim(0.5, 1.0)
     ax.set_ylabel("AUROC")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Drug-target interaction: AUROC (mean ± sd over seeds/folds)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -384,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=None, help="Fine-tuning epochs (default: the shipped model's).")
     ap.add_argument("--ablations", nargs="*", default=[], choices=sorted(ABLATIONS))
     ap.add_argument("--ablation-splits", nargs="*", default=["warm", "target_cold"])
+    ap.add_argument("--ablation-seeds", nargs="*", type=int, default=[0], help="Seeds on which ablations run.")
     ap.add_argument("--pretrain-epochs", type=int, default=None, help="GRAM pretraining epochs (default: shipped).")
     ap.add_argument("--test", type=Path, help="A CSV with SMILES, Protein, Y to evaluate on.")
     ap.add_argument(
@@ -447,7 +460,17 @@ def main(argv: list[str] | None = None) -> int:
         train = args.train or (args.test.parent / "train.csv")
         if not train.exists():
             train = args.data / DRUGBAN_SETS["human_random"][0]
-        run_train_test(args.test.stem, "given", train, args.test, args.seeds, cfg_kwargs, args.ablations, rows)
+        run_train_test(
+            args.test.stem,
+            "given",
+            train,
+            args.test,
+            args.seeds,
+            cfg_kwargs,
+            args.ablations,
+            rows,
+            ablation_seeds=args.ablation_seeds,
+        )
     else:
         for s in args.sets:
             if s in DTIAM_SETS:
@@ -464,14 +487,16 @@ def main(argv: list[str] | None = None) -> int:
                     args.ablation_splits,
                     rows,
                     args.data,
+                    ablation_seeds=args.ablation_seeds,
                 )
             elif s in DRUGBAN_SETS:
                 tr, te = (args.data / p for p in DRUGBAN_SETS[s])
                 if not tr.exists():
                     _log(f"skipping {s}: {tr} not found")
                     continue
+                split = "random" if "random" in s else "both_cold"
                 run_train_test(
-                    s, "random" if "random" in s else "both_cold", tr, te, args.seeds, cfg_kwargs, args.ablations, rows
+                    s, split, tr, te, args.seeds, cfg_kwargs, args.ablations, rows, ablation_seeds=args.ablation_seeds
                 )
             else:
                 ap.error(f"unknown set {s!r}")

@@ -28,8 +28,8 @@ class TrainConfig:
 
     dim: int = 64
     modalities: tuple[str, ...] = MODALITIES
-    pretrain_epochs: int = 4
-    epochs: int = 20
+    pretrain_epochs: int = 2
+    epochs: int = 10
     batch_size: int = 2048
     pretrain_batch_size: int = 256
     lr: float = 3e-3
@@ -177,8 +177,11 @@ def fit(
     temperature = cfg.temperature
     pos = np.flatnonzero(labelled & (np.nan_to_num(pairs.y) > 0.5))
     lab = np.flatnonzero(labelled | (~np.isnan(pairs.activity) if has_act else False))
-    pre_steps = math.ceil(len(pos) / cfg.pretrain_batch_size) * cfg.pretrain_epochs
-    ft_steps = math.ceil(len(lab) / cfg.batch_size) * cfg.epochs
+    # small data sets get smaller batches: at least ~20 fine-tuning and ~10 pretraining steps an epoch
+    batch_size = min(cfg.batch_size, max(64, math.ceil(len(lab) / 20)))
+    pre_batch = min(cfg.pretrain_batch_size, max(32, math.ceil(len(pos) / 10)))
+    pre_steps = math.ceil(len(pos) / pre_batch) * cfg.pretrain_epochs
+    ft_steps = math.ceil(len(lab) / batch_size) * cfg.epochs
     total = pre_steps + ft_steps
     history: dict[str, Any] = {"pretrain_loss": [], "loss": [], "dropout_p": [], "seconds": 0.0}
     step = 0
@@ -228,8 +231,8 @@ def fit(
     use_gram = cfg.gram_weight > 0
     for _ in range(cfg.pretrain_epochs):
         order = rng.permutation(pos) if use_gram else rng.permutation(lab)[: len(pos)]
-        for s in range(0, len(order), cfg.pretrain_batch_size):
-            b = order[s : s + cfg.pretrain_batch_size]
+        for s in range(0, len(order), pre_batch):
+            b = order[s : s + pre_batch]
             if len(b) < 2:
                 continue
             de, pe, dinv, pinv = encode(pairs.d[b], pairs.p[b])
@@ -271,8 +274,8 @@ def fit(
         model.train()
     for _ in range(cfg.epochs):
         order = rng.permutation(lab)
-        for s in range(0, len(order), cfg.batch_size):
-            b = order[s : s + cfg.batch_size]
+        for s in range(0, len(order), batch_size):
+            b = order[s : s + batch_size]
             de, pe, dinv, pinv = encode(pairs.d[b], pairs.p[b])
             masks = (
                 drop.sample_masks(len(next(iter(de.values()))), len(next(iter(pe.values()))), gen) if use_drop else None
