@@ -5,6 +5,11 @@ modalities: residue sequence (1-D CNN), composition AAC + dipeptide + CTD (MLP).
 a shared `dim`-dimensional space. GRAM pretraining aligns the modalities of interacting pairs by the
 volume of the parallelotope their unit embeddings span (sqrt of the Gram determinant), contrasted
 across the batch; the interaction head reads the fused drug and protein vectors.
+
+Fusion per side is either the mean of the modality embeddings ("mean") or gated residual ("gated"): the
+side's primary modality (ECFP4 for the drug, composition for the protein) plus each other modality times
+a learned per-dimension gate tanh(g), with g starting at 0, so training starts from the primary pair and
+opens a gate only as far as the modality helps.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from tools.dti.features import (
 
 DRUG_MODALITIES = ("drug_ecfp", "drug_descriptors", "drug_smiles")
 PROTEIN_MODALITIES = ("protein_sequence", "protein_composition")
+PRIMARY_MODALITIES = ("drug_ecfp", "protein_composition")
+FUSIONS = ("mean", "gated")
 MODALITIES = DRUG_MODALITIES + PROTEIN_MODALITIES
 INPUT_OF = {
     "drug_ecfp": "ecfp",
@@ -101,9 +108,14 @@ class DTIModel(nn.Module):
     """Modality encoders to a shared space, fused per side, and an interaction head (logit) with an
     auxiliary activity head (weak supervision)."""
 
-    def __init__(self, dim: int = 64, modalities: Sequence[str] = MODALITIES, dropout: float = 0.2) -> None:
+    def __init__(
+        self, dim: int = 64, modalities: Sequence[str] = MODALITIES, dropout: float = 0.2, fusion: str = "mean"
+    ) -> None:
         super().__init__()
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {FUSIONS}, not {fusion!r}")
         self.dim = dim
+        self.fusion = fusion
         self.modalities = tuple(m for m in MODALITIES if m in modalities)
         enc: dict[str, nn.Module] = {}
         if "drug_ecfp" in self.modalities:
@@ -118,6 +130,11 @@ class DTIModel(nn.Module):
             enc["protein_composition"] = MLPEncoder(PROTEIN_COMPOSITION_DIM, 128, dim, dropout, standardize=True)
         self.encoders = nn.ModuleDict(enc)
         self.norms = nn.ModuleDict({m: nn.LayerNorm(dim) for m in self.modalities})
+        self.gates = nn.ParameterDict(
+            {m: nn.Parameter(torch.zeros(dim)) for m in self.modalities if m not in self.primary}
+            if fusion == "gated"
+            else {}
+        )
         self.head = nn.Sequential(nn.Linear(3 * dim, 128), nn.ReLU(), nn.Dropout(dropout), nn.Linear(128, 1))
         self.activity_head = nn.Linear(3 * dim, 1)
         self.register_buffer("log_temperature", torch.tensor(-2.3))  # GRAM temperature 0.1
@@ -134,9 +151,27 @@ class DTIModel(nn.Module):
         """Per-modality embeddings (n, dim) of the given input arrays."""
         return {m: self.norms[m](self.encoders[m](inputs[INPUT_OF[m]])) for m in names}
 
-    @staticmethod
-    def fuse(embs: dict[str, torch.Tensor], mask: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
-        """Mean of the kept modality embeddings (mask: per-sample 0/1 per modality)."""
+    @property
+    def primary(self) -> tuple[str, ...]:
+        """Modalities the gated fusion is anchored on (never dropped there); empty for mean fusion."""
+        if self.fusion != "gated":
+            return ()
+        return tuple(m for m in PRIMARY_MODALITIES if m in self.modalities)
+
+    def fuse(self, embs: dict[str, torch.Tensor], mask: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """Fused side vector of the kept modality embeddings (mask: per-sample 0/1 per modality).
+
+        Mean fusion averages the kept embeddings; gated fusion adds the gated other modalities to the
+        side's primary embedding (mean fusion where the side has no primary modality).
+        """
+        base = [m for m in embs if m in self.primary]
+        if base:
+            out = embs[base[0]]
+            for m in embs:
+                if m != base[0]:
+                    term = torch.tanh(self.gates[m]) * embs[m]
+                    out = out + (term if mask is None else term * mask[m][:, None])
+            return out
         if mask is None:
             return torch.stack(list(embs.values())).mean(0)
         num = sum(embs[m] * mask[m][:, None] for m in embs)
@@ -150,7 +185,7 @@ class DTIModel(nn.Module):
         return self.head(self.pair_features(d, p)).squeeze(1)
 
     def config(self) -> dict[str, Any]:
-        return {"dim": self.dim, "modalities": list(self.modalities)}
+        return {"dim": self.dim, "modalities": list(self.modalities), "fusion": self.fusion}
 
 
 def gram_volume(vectors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -196,7 +231,8 @@ class AdaptiveModalityDropout:
     Keeps an exponential average of each modality's gradient norm (of the loss with respect to its
     embedding). A modality whose share of the total gradient is large dominates learning, so it is
     dropped more often: p_m = min(p_max, p_base * M * share_m). At least one drug and one protein
-    modality are always kept. With `adaptive=False` every modality is dropped with p_base.
+    modality are always kept, and the modalities in `keep` never dropped (probability 0; the shares
+    are then taken over the others). With `adaptive=False` every other modality is dropped with p_base.
     """
 
     def __init__(
@@ -207,7 +243,9 @@ class AdaptiveModalityDropout:
         p_max: float = 0.5,
         adaptive: bool = True,
         momentum: float = 0.9,
+        keep: Sequence[str] = (),
     ) -> None:
+        self.keep = frozenset(keep)
         self.drug = tuple(drug)
         self.protein = tuple(protein)
         self.names = self.drug + self.protein
@@ -218,11 +256,12 @@ class AdaptiveModalityDropout:
         self.grad_ema = dict.fromkeys(self.names, 1.0)
 
     def probabilities(self) -> dict[str, float]:
+        free = [k for k in self.names if k not in self.keep]
+        p = dict.fromkeys(self.keep & set(self.names), 0.0)
         if not self.adaptive:
-            return dict.fromkeys(self.names, self.p_base)
-        total = sum(self.grad_ema.values()) or 1.0
-        m = len(self.names)
-        return {k: min(self.p_max, self.p_base * m * v / total) for k, v in self.grad_ema.items()}
+            return p | dict.fromkeys(free, self.p_base)
+        total = sum(self.grad_ema[k] for k in free) or 1.0
+        return p | {k: min(self.p_max, self.p_base * len(free) * self.grad_ema[k] / total) for k in free}
 
     def observe(self, embs: dict[str, torch.Tensor]) -> None:
         """Update the gradient averages from embeddings whose `.grad` was retained."""

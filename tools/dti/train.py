@@ -37,6 +37,7 @@ class TrainConfig:
     gram_weight: float = 0.1
     temperature: float = 0.1
     modality_dropout: str = "adaptive"  # adaptive | uniform | none
+    fusion: str = "mean"  # mean | gated (primary modality per side plus gated others)
     freeze_sequence_encoders: bool = True
     dropout_base: float = 0.15
     activity_weight: float = 0.2
@@ -158,7 +159,7 @@ def fit(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    model = DTIModel(dim=cfg.dim, modalities=cfg.modalities)
+    model = DTIModel(dim=cfg.dim, modalities=cfg.modalities, fusion=cfg.fusion)
     _fit_standardizers(model, tables, pairs)
     labelled = ~np.isnan(pairs.y)
     has_act = len(pairs.activity) == len(pairs) and bool(np.any(~np.isnan(pairs.activity)))
@@ -172,6 +173,7 @@ def fit(
         model.protein_modalities,
         p_base=cfg.dropout_base,
         adaptive=cfg.modality_dropout == "adaptive",
+        keep=model.primary,
     )
     use_drop = cfg.modality_dropout != "none"
     temperature = cfg.temperature
