@@ -151,3 +151,40 @@ def test_model_modalities_and_size():
     one = DTIModel(modalities=("drug_ecfp", "protein_composition"))
     assert one.drug_modalities == ("drug_ecfp",) and one.protein_modalities == ("protein_composition",)
     assert sum(p.numel() for p in m.parameters()) < 1_500_000
+
+
+def test_gated_fusion_starts_at_the_primary_modality_and_opens_per_gate():
+    m = DTIModel(dim=8, fusion="gated")
+    assert m.primary == ("drug_ecfp", "protein_composition")
+    g = torch.Generator().manual_seed(0)
+    embs = {k: torch.randn(5, 8, generator=g) for k in m.drug_modalities}
+    # gates start at 0: the fused drug vector is exactly the ECFP embedding
+    assert torch.equal(m.fuse(embs), embs["drug_ecfp"])
+    with torch.no_grad():
+        m.gates["drug_descriptors"].fill_(0.5)
+    want = embs["drug_ecfp"] + math.tanh(0.5) * embs["drug_descriptors"]
+    assert torch.allclose(m.fuse(embs), want, atol=1e-6)
+    # a masked-out modality contributes nothing for that sample only
+    mask = {k: torch.ones(5) for k in embs} | {"drug_descriptors": torch.tensor([0.0, 1, 1, 1, 1])}
+    fused = m.fuse(embs, mask)
+    assert torch.allclose(fused[0], embs["drug_ecfp"][0]) and torch.allclose(fused[1:], want[1:], atol=1e-6)
+    # mean fusion is the plain average
+    mean = DTIModel(dim=8)
+    assert torch.allclose(mean.fuse(embs), torch.stack(list(embs.values())).mean(0), atol=1e-6)
+    with pytest.raises(ValueError):
+        DTIModel(fusion="max")
+
+
+def test_modality_dropout_never_drops_kept_modalities():
+    drop = AdaptiveModalityDropout(("d1", "d2"), ("p1", "p2"), p_base=0.3, p_max=0.9, keep=("d1", "p1"))
+    embs = {m: torch.zeros(8, 4, requires_grad=True) for m in ("d1", "d2", "p1", "p2")}
+    (embs["d1"].sum() * 50 + embs["d2"].sum() + embs["p1"].sum() * 50 + embs["p2"].sum() * 3).backward()
+    for _ in range(50):
+        drop.observe(embs)
+    p = drop.probabilities()
+    assert p["d1"] == 0.0 and p["p1"] == 0.0 and 0 < p["d2"] < p["p2"] <= 0.9
+    gen = torch.Generator().manual_seed(0)
+    masks = drop.sample_masks(400, 400, gen)
+    assert torch.all(masks["d1"] == 1) and torch.all(masks["p1"] == 1)
+    assert 0 < masks["p2"].mean() < masks["d2"].mean() < 1
+    assert all({"d1", "p1"} <= drop.sample_batch(gen) for _ in range(50))

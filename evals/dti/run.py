@@ -29,6 +29,7 @@ PUBLISHED = {
 }
 ABLATIONS = {
     "no_volume_loss": {"gram_weight": 0.0, "pretrain_epochs": 0},
+    "mean_fusion": {"fusion": "mean"},
     "no_modality_dropout": {"modality_dropout": "none"},
     "uniform_modality_dropout": {"modality_dropout": "uniform"},
     "one_modality_per_side": {"modalities": ("drug_ecfp", "protein_composition")},

@@ -67,9 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         "name": "default",
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
         "description": "GRAM-DTI-style multimodal drug-target interaction model: five modality encoders "
-        "(drug ECFP4 MLP, drug RDKit-descriptor MLP, drug SMILES CNN, protein sequence CNN, "
-        "protein AAC+dipeptide+CTD MLP) aligned by GRAM volume pretraining with adaptive "
-        "gradient-informed modality dropout, and an interaction head. Trained on CPU.",
+        "(drug ECFP4 MLP, drug RDKit-descriptor MLP, drug SMILES n-gram CNN, protein sequence n-gram CNN, "
+        "protein AAC+dipeptide+CTD MLP) in one space; per side, gated residual fusion anchored on the ECFP4 "
+        "and composition embeddings (the other modalities enter through learned gates that start closed); "
+        "trained on the labels with the GRAM volume loss (weight "
+        f"{cfg.gram_weight}) on each batch's interacting pairs as an auxiliary term and adaptive "
+        "gradient-informed modality dropout of the gated modalities; an interaction head. The two "
+        "sequence CNNs are frozen at their seeded initialisation (random n-gram features) when no GRAM "
+        "pretraining epochs are run (the default); their norms and gates train. Trained on CPU.",
         "modalities": list(model.modalities),
         "training_data": [
             f"Yamanishi 08 via DTIAM (github.com/CSUBioGroup/DTIAM @2b72b2d, Apache-2.0; KEGG): {len(tr_y)} pairs "

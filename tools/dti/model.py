@@ -2,9 +2,10 @@
 
 Drug modalities: ECFP4 bits (MLP), RDKit descriptors (MLP), SMILES characters (1-D CNN). Protein
 modalities: residue sequence (1-D CNN), composition AAC + dipeptide + CTD (MLP). Every encoder maps to
-a shared `dim`-dimensional space. GRAM pretraining aligns the modalities of interacting pairs by the
+a shared `dim`-dimensional space. The GRAM loss aligns the modalities of interacting pairs by the
 volume of the parallelotope their unit embeddings span (sqrt of the Gram determinant), contrasted
-across the batch; the interaction head reads the fused drug and protein vectors.
+across the batch (beside the supervised loss, and optionally in a pretraining stage before it); the
+interaction head reads the fused drug and protein vectors.
 
 Fusion per side is either the mean of the modality embeddings ("mean") or gated residual ("gated"): the
 side's primary modality (ECFP4 for the drug, composition for the protein) plus each other modality times

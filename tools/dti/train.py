@@ -28,16 +28,16 @@ class TrainConfig:
 
     dim: int = 64
     modalities: tuple[str, ...] = MODALITIES
-    pretrain_epochs: int = 2
+    pretrain_epochs: int = 0  # optional GRAM-only stage before supervised training
     epochs: int = 10
     batch_size: int = 2048
     pretrain_batch_size: int = 256
     lr: float = 3e-3
     weight_decay: float = 1e-5
-    gram_weight: float = 0.1
+    gram_weight: float = 0.02  # weight of the GRAM volume loss beside the supervised loss
     temperature: float = 0.1
     modality_dropout: str = "adaptive"  # adaptive | uniform | none
-    fusion: str = "mean"  # mean | gated (primary modality per side plus gated others)
+    fusion: str = "gated"  # gated | mean (primary modality per side plus gated others)
     freeze_sequence_encoders: bool = True
     dropout_base: float = 0.15
     activity_weight: float = 0.2
@@ -144,7 +144,7 @@ def fit(
     cfg: TrainConfig,
     progress: ProgressFn | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Train a model on labelled pairs: GRAM pretraining on the positives, then fine-tuning.
+    """Train a model on labelled pairs: optional GRAM pretraining on the positives, then fine-tuning.
 
     Fine-tuning minimises binary cross-entropy of the interaction logit, plus `gram_weight` x the GRAM
     loss on the batch's positives, plus `activity_weight` x the squared error of the activity head on

@@ -75,14 +75,23 @@ def dti_train(
         float, Field(ge=0.0, le=0.5, description="Share held out for the test metrics (0 = none).")
     ] = 0.2,
     epochs: Annotated[int, Field(ge=1, description="Fine-tuning epochs.")] = 10,
-    pretrain_epochs: Annotated[int, Field(ge=0, le=50, description="GRAM pretraining epochs on the positives.")] = 2,
+    pretrain_epochs: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=50,
+            description="Optional GRAM-only pretraining epochs on the positives before supervised training "
+            "(the volume loss is always applied beside the supervised loss).",
+        ),
+    ] = 0,
     seed: Annotated[int, Field(description="Random seed.")] = 0,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Train a GRAM-DTI model on your own labelled pairs (long: reports progress, honours cancel).
 
-    Use it to adapt scoring to a target family or assay. Trains the multimodal encoders with GRAM
-    volume pretraining and adaptive modality dropout, then the interaction head; holds out a test part
+    Use it to adapt scoring to a target family or assay. Trains the multimodal encoders, gated fusion
+    and interaction head on the labels with the GRAM volume loss as an auxiliary term and adaptive
+    modality dropout; holds out a test part
     (random, drug-cold or target-cold) and reports AUROC/AUPRC; saves the model under the output
     folder for dti_score/dti_screen/dti_explain. Bounds: max_train_pairs, max_train_epochs.
     """
