@@ -2,10 +2,11 @@
 
 import csv
 
+import numpy as np
 import pytest
 
 from evals.dti.data import SHARED, folds, load_dtiam
-from evals.dti.run import main, make_library
+from evals.dti.run import GB_NEIGHBOURS, config_overrides, main, make_library, paired_bootstrap_delta
 
 
 def test_quick_eval_writes_table_png_and_benchmark(tmp_path, monkeypatch):
@@ -21,11 +22,46 @@ def test_quick_eval_writes_table_png_and_benchmark(tmp_path, monkeypatch):
     with open(tmp_path / "dti_results.csv") as fh:
         rows = list(csv.DictReader(fh))
     methods = {r["method"] for r in rows}
-    assert {"GRAM-DTI (this project)", "GB baseline (ECFP4 + AAC)", "ablation: no_volume_loss"} <= methods
+    assert {
+        "GRAM-DTI (this project)",
+        "GB baseline (ECFP4 + AAC)",
+        GB_NEIGHBOURS,
+        "ablation: no_volume_loss",
+    } <= methods
     assert all(0.0 <= float(r["auroc_mean"]) <= 1.0 for r in rows)
     assert (tmp_path / "dti_results.png").stat().st_size > 5000
     md = (tmp_path / "dti_results.md").read_text()
     assert "speedup_vs_per_pair_loop" in md and "| bindingdb_sample |" in md
+
+
+def test_config_overrides_are_typed_and_checked():
+    got = config_overrides(["cold_simulation=0.5", "members=1", "neighbours=false", "fusion=mean", "modalities=a,b"])
+    assert got == {
+        "cold_simulation": 0.5,
+        "members": 1,
+        "neighbours": False,
+        "fusion": "mean",
+        "modalities": ("a", "b"),
+    }
+    with pytest.raises(SystemExit, match="FIELD=VALUE"):
+        config_overrides(["colds=1"])
+    with pytest.raises(SystemExit, match="FIELD=VALUE"):
+        config_overrides(["members"])
+
+
+def test_paired_bootstrap_delta():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    y = rng.random(300) < 0.4
+    good = y + rng.normal(0, 0.6, 300)
+    noise = rng.normal(0, 1, 300)
+    assert paired_bootstrap_delta(y, good, good, n=200) == (0.0, 0.0, 0.0)
+    d, lo, hi = paired_bootstrap_delta(y, good, noise, n=300)
+    assert d == pytest.approx(roc_auc_score(y, good) - roc_auc_score(y, noise))
+    assert 0 < lo < d < hi
+    d2, lo2, hi2 = paired_bootstrap_delta(y, noise, good, n=300)
+    assert d2 == pytest.approx(-d) and lo2 < d2 < hi2 < 0
 
 
 def test_generated_library_is_distinct_and_sized():

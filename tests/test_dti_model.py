@@ -132,7 +132,9 @@ def test_activity_weak_supervision_trains_the_activity_head():
     tables, di, pi, _ = build_tables(smiles, seqs)
     act = np.where(y > 0, 7.0, 4.0) + np.random.default_rng(0).normal(0, 0.1, len(y))
     act[::3] = np.nan  # activity present on two thirds of the pairs only
-    cfg = TrainConfig(epochs=15, pretrain_epochs=0, gram_weight=0.0, batch_size=64, activity_weight=1.0)
+    cfg = TrainConfig(
+        epochs=15, pretrain_epochs=0, gram_weight=0.0, batch_size=64, activity_weight=1.0, members=1, neighbours=False
+    )
     model, _ = fit(tables, Pairs(di, pi, y, act), cfg)
     assert model.activity_mean == pytest.approx(np.nanmean(act))
     with torch.no_grad():

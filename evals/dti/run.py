@@ -27,12 +27,18 @@ PUBLISHED = {
     ("inhibition", "drug_cold"): {"GRAM-DTI": (0.940, 0.756)},
     ("inhibition", "warm"): {"GRAM-DTI": (0.949, 0.785), "DTIAM": (0.954, 0.845)},
 }
+MODEL = "GRAM-DTI (this project)"
+GB_NEIGHBOURS = "GB + neighbourhood features"
 ABLATIONS = {
     "no_volume_loss": {"gram_weight": 0.0, "pretrain_epochs": 0},
     "mean_fusion": {"fusion": "mean"},
     "no_modality_dropout": {"modality_dropout": "none"},
     "uniform_modality_dropout": {"modality_dropout": "uniform"},
     "one_modality_per_side": {"modalities": ("drug_ecfp", "protein_composition")},
+    "no_neighbourhood": {"neighbours": False},
+    "no_cold_simulation": {"cold_simulation": 0.0},
+    "no_neighbour_head": {"neighbour_head": False},
+    "single_network": {"members": 1},
 }
 
 
@@ -63,13 +69,79 @@ def gb_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1) -> np.nd
         return clf.predict_proba(feats(te))[:, 1]
 
 
-def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float]:
+def gb_neighbour_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1) -> np.ndarray:
+    """The GB baseline with the model's 13 neighbourhood features added (same reference, same cold
+    simulation of the training rows), to show what those features alone give a tree model."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from threadpoolctl import threadpool_limits
+
+    from tools.dti.neighbours import COLD_DRUG, COLD_TARGET, NeighbourIndex
+    from tools.dti.train import TrainConfig
+
+    index = NeighbourIndex.from_tables(tables, di[tr], pi[tr], y[tr])
+    ftr = index.features_for_tables(tables, di[tr], pi[tr])
+    rng = np.random.default_rng(seed)
+    p = TrainConfig().cold_simulation
+    ftr[rng.random(len(tr)) < p, COLD_DRUG] = 0.0
+    ftr[rng.random(len(tr)) < p, COLD_TARGET] = 0.0
+    fte = index.features_for_tables(tables, di[te], pi[te])
+
+    def feats(idx, nbr):
+        return np.hstack([tables.drugs["ecfp"][di[idx]], tables.proteins["comp"][pi[idx], :20], nbr])
+
+    clf = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.2, random_state=seed)
+    with threadpool_limits(threads):
+        clf.fit(feats(tr, ftr), y[tr])
+        return clf.predict_proba(feats(te, fte))[:, 1]
+
+
+def paired_bootstrap_delta(
+    y: np.ndarray, p1: np.ndarray, p2: np.ndarray, n: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """AUROC(p1) - AUROC(p2) on the same test pairs, with a 95% percentile interval over `n` paired
+    bootstrap resamples of the pairs (resamples with one class only are skipped)."""
+    from sklearn.metrics import roc_auc_score
+
+    delta = float(roc_auc_score(y, p1) - roc_auc_score(y, p2))
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(n):
+        i = rng.integers(0, len(y), len(y))
+        if 0 < y[i].sum() < len(i):
+            draws.append(roc_auc_score(y[i], p1[i]) - roc_auc_score(y[i], p2[i]))
+    lo, hi = np.percentile(draws, [2.5, 97.5])
+    return delta, float(lo), float(hi)
+
+
+def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float, np.ndarray]:
     from tools.dti.train import Pairs, fit, predict
 
     t = time.time()
     model, _ = fit(tables, Pairs(di[tr], pi[tr], y[tr]), cfg)
     p = predict(model, tables, di[te], pi[te], threads=cfg.threads)
-    return (*_metrics(y[te], p), time.time() - t)
+    return (*_metrics(y[te], p), time.time() - t, p)
+
+
+def config_overrides(items: Sequence[str]) -> dict:
+    """TrainConfig fields from FIELD=VALUE strings, converted to each field's type."""
+    import dataclasses
+
+    from tools.dti.train import TrainConfig
+
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    out: dict = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            raise SystemExit(f"--config takes FIELD=VALUE with FIELD one of {', '.join(fields)}; got {item!r}")
+        default = getattr(TrainConfig(), name)
+        if isinstance(default, bool):
+            out[name] = value.lower() in ("1", "true", "yes")
+        elif isinstance(default, tuple):
+            out[name] = tuple(v for v in value.split(",") if v)
+        else:
+            out[name] = type(default)(value)
+    return out
 
 
 def _log(msg: str) -> None:
@@ -105,20 +177,27 @@ def evaluate(
                 continue
             cfg = TrainConfig(seed=seed, **cfg_kwargs)
             base = {"dataset": name, "split": split, "seed": seed, "fold": fold, "n_train": len(tr), "n_test": len(te)}
-            au, ap, secs = _train_eval(tables, di, pi, y, tr, te, cfg)
-            rows.append(base | {"method": "GRAM-DTI (this project)", "auroc": au, "auprc": ap, "seconds": secs})
+            au, ap, secs, pm = _train_eval(tables, di, pi, y, tr, te, cfg)
+            model_row = base | {"method": MODEL, "auroc": au, "auprc": ap, "seconds": secs}
+            rows.append(model_row)
             _log(f"{name} {split} seed {seed} fold {fold}: model AUROC {au:.4f} AUPRC {ap:.4f} ({secs:.0f}s)")
             t = time.time()
             pg = gb_baseline(tables, di, pi, y, tr, te, seed, cfg.threads)
             au, ap = _metrics(y[te], pg)
+            delta, lo, hi = paired_bootstrap_delta(y[te], pm, pg, seed=seed)
+            model_row |= {"delta_auroc_vs_gb": delta, "delta_ci_low": lo, "delta_ci_high": hi}
             rows.append(
                 base | {"method": "GB baseline (ECFP4 + AAC)", "auroc": au, "auprc": ap, "seconds": time.time() - t}
             )
             _log(f"{name} {split} seed {seed} fold {fold}: GB    AUROC {au:.4f} AUPRC {ap:.4f}")
+            t = time.time()
+            au, ap = _metrics(y[te], gb_neighbour_baseline(tables, di, pi, y, tr, te, seed, cfg.threads))
+            rows.append(base | {"method": GB_NEIGHBOURS, "auroc": au, "auprc": ap, "seconds": time.time() - t})
+            _log(f"{name} {split} seed {seed} fold {fold}: GB+nbr AUROC {au:.4f} AUPRC {ap:.4f}")
             for ab in ablations if seed in ablation_seeds else ():
                 c = TrainConfig(**(cfg.to_dict() | ABLATIONS[ab]))
                 c.modalities = tuple(c.modalities)
-                au, ap, secs = _train_eval(tables, di, pi, y, tr, te, c)
+                au, ap, secs, _ = _train_eval(tables, di, pi, y, tr, te, c)
                 rows.append(base | {"method": f"ablation: {ab}", "auroc": au, "auprc": ap, "seconds": secs})
                 _log(f"{name} {split} seed {seed} fold {fold}: {ab} AUROC {au:.4f} AUPRC {ap:.4f}")
 
@@ -316,7 +395,7 @@ def write_outputs(summary: list[dict], rows: list[dict], out: Path, bench: dict 
     paths = {}
     with open(out / "dti_results_runs.csv", "w", newline="") as fh:
         if rows:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
             w.writeheader()
             w.writerows(rows)
     paths["runs_csv"] = str(out / "dti_results_runs.csv")
@@ -335,6 +414,22 @@ def write_outputs(summary: list[dict], rows: list[dict], out: Path, bench: dict 
             f"| {s['dataset']} | {s['split']} | {s['method']} | {s['runs']} | {s['auroc_mean']:.3f}{sd} "
             f"| {s['auprc_mean']:.3f}{sd2} |"
         )
+    deltas = [r for r in rows if r.get("method") == MODEL and str(r.get("delta_auroc_vs_gb", "")) != ""]
+    if deltas:
+        lines += [
+            "",
+            "Model minus GB baseline, AUROC, per run (95% interval over 1000 paired bootstrap resamples of "
+            "the test pairs):",
+            "",
+            "| data set | split | seed | fold | test pairs | ΔAUROC | 95% interval |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in deltas:
+            d, lo, hi = (float(r[k]) for k in ("delta_auroc_vs_gb", "delta_ci_low", "delta_ci_high"))
+            lines.append(
+                f"| {r['dataset']} | {r['split']} | {r['seed']} | {r['fold']} | {r['n_test']} | {d:+.3f} "
+                f"| [{lo:+.3f}, {hi:+.3f}] |"
+            )
     if bench:
         lines += ["", "Screening benchmark:", "", "```", json.dumps(bench, indent=1), "```"]
     (out / "dti_results.md").write_text("\n".join(lines) + "\n")
@@ -362,7 +457,7 @@ def plot(summary: list[dict], path: Path) -> Path:
                 xs.append(i + k * width)
                 ys.append(hit[0]["auroc_mean"])
                 es.append(0 if np.isnan(hit[0]["auroc_sd"]) else hit[0]["auroc_sd"])
-        ax.bar(xs, ys, width, yerr=es, label=m, capsize=2)
+        ax.bar(xs, ys, width, yerr=es, label=m, capsize=2, color=plt.cm.tab20(k % 20))
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
     ax.set_xticklabels([f"{d}\n{s}" for d, s in cases], fontsize=8)
     ax.set_ylim(0.5, 1.0)
@@ -410,6 +505,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=SHARED, help="Folder with dtiam/ and drugban/.")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
+        "--config",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="TrainConfig overrides for the model runs, e.g. cold_simulation=0.5 fusion=mean.",
+    )
+    ap.add_argument(
         "--from-runs",
         nargs="*",
         type=Path,
@@ -430,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg_kwargs["epochs"] = args.epochs
     if args.pretrain_epochs is not None:
         cfg_kwargs["pretrain_epochs"] = args.pretrain_epochs
+    cfg_kwargs |= config_overrides(args.config)
     rows: list[dict] = []
     bench = None
     if args.from_runs:

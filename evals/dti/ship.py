@@ -66,15 +66,23 @@ def main(argv: list[str] | None = None) -> int:
     card = {
         "name": "default",
         "created": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
-        "description": "GRAM-DTI-style multimodal drug-target interaction model: five modality encoders "
-        "(drug ECFP4 MLP, drug RDKit-descriptor MLP, drug SMILES n-gram CNN, protein sequence n-gram CNN, "
-        "protein AAC+dipeptide+CTD MLP) in one space; per side, gated residual fusion anchored on the ECFP4 "
-        "and composition embeddings (the other modalities enter through learned gates that start closed); "
-        "trained on the labels with the GRAM volume loss (weight "
-        f"{cfg.gram_weight}) on each batch's interacting pairs as an auxiliary term and adaptive "
-        "gradient-informed modality dropout of the gated modalities; an interaction head. The two "
-        "sequence CNNs are frozen at their seeded initialisation (random n-gram features) when no GRAM "
-        "pretraining epochs are run (the default); their norms and gates train. Trained on CPU.",
+        "description": f"GRAM-DTI-style multimodal drug-target interaction model, an ensemble of {cfg.members} "
+        "networks (seeds 0.., probabilities averaged). Each network: five modality encoders (drug ECFP4 MLP, "
+        "drug RDKit-descriptor MLP, drug SMILES n-gram CNN, protein sequence n-gram CNN, protein "
+        "AAC+dipeptide+CTD MLP) in one space; per side, gated residual fusion anchored on the ECFP4 and "
+        "composition embeddings (the other modalities enter through learned gates that start closed); a "
+        "pair-level known-interaction neighbourhood modality (13 features from the training pairs: the "
+        "drug's and the target's other partners, similarity-weighted label means over similar drugs and "
+        "targets, a drug x target similarity kernel; the pair itself always left out; each side's block "
+        f"dropped for {cfg.cold_simulation:.0%} of training pairs to simulate unseen drugs and targets; "
+        "an MLP encodes them for the interaction head, and a second head on that encoding alone adds its "
+        "logit); "
+        f"trained on the labels with the GRAM volume loss (weight {cfg.gram_weight}) on each batch's "
+        "interacting pairs as an auxiliary term and adaptive gradient-informed modality dropout of the "
+        "gated modalities; an interaction head. The two sequence CNNs are frozen at their seeded "
+        "initialisation (random n-gram features); their norms and gates train. The checkpoint carries the "
+        "training pairs (packed fingerprints, sequences, labels) that the neighbourhood modality reads. "
+        "Trained on CPU.",
         "modalities": list(model.modalities),
         "training_data": [
             f"Yamanishi 08 via DTIAM (github.com/CSUBioGroup/DTIAM @2b72b2d, Apache-2.0; KEGG): {len(tr_y)} pairs "

@@ -8,6 +8,7 @@ message that names the problem; the `try_*` forms return the message instead, fo
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 PROTEIN_ALPHABET = frozenset(AMINO_ACIDS + "X")
 NUCLEOTIDES = frozenset("ACGTUN")
 ORGANIC_ELEMENTS = frozenset({6})
+_WHITESPACE = re.compile(r"\s")
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,22 @@ class ParsedMolecule:
     note: str | None = None
 
 
+@functools.cache
 def _quiet_rdkit() -> None:
     from rdkit import RDLogger
 
     RDLogger.DisableLog("rdApp.*")
+
+
+@functools.cache
+def _organic_query() -> Any:
+    from rdkit import Chem
+
+    return Chem.MolFromSmarts("[" + ",".join(f"#{z}" for z in sorted(ORGANIC_ELEMENTS)) + "]")
+
+
+def _is_organic(mol: Any) -> bool:
+    return mol.HasSubstructMatch(_organic_query())
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -56,7 +70,7 @@ def sanitize_smiles(smiles: str) -> tuple[ParsedMolecule, Any]:
         raise InvalidInput("Empty SMILES.", hint="Give a SMILES string such as 'CC(=O)Oc1ccccc1C(=O)O'.")
     if len(text) > limits.max_smiles_length:
         raise LimitExceeded("SMILES length", len(text), limits.max_smiles_length, "RESEARCH_MCP_DTI__MAX_SMILES_LENGTH")
-    if any(c.isspace() for c in text):
+    if _WHITESPACE.search(text):
         raise InvalidInput(
             f"SMILES {text[:60]!r} contains whitespace.", hint="Pass one SMILES per item, without names or spaces."
         )
@@ -76,7 +90,7 @@ def sanitize_smiles(smiles: str) -> tuple[ParsedMolecule, Any]:
     note = None
     if "." in text and len(Chem.GetMolFrags(mol)) > 1:
         frags = Chem.GetMolFrags(mol, asMols=True)
-        organic = [f for f in frags if any(a.GetAtomicNum() in ORGANIC_ELEMENTS for a in f.GetAtoms())]
+        organic = [f for f in frags if _is_organic(f)]
         if not organic:
             raise InvalidInput(
                 f"SMILES {text[:80]!r} has no organic (carbon-containing) fragment.",
@@ -93,7 +107,7 @@ def sanitize_smiles(smiles: str) -> tuple[ParsedMolecule, Any]:
         raise LimitExceeded(
             f"Heavy-atom count of {text[:40]!r}", heavy, limits.max_heavy_atoms, "RESEARCH_MCP_DTI__MAX_HEAVY_ATOMS"
         )
-    if not any(a.GetAtomicNum() in ORGANIC_ELEMENTS for a in mol.GetAtoms()):
+    if not _is_organic(mol):
         raise InvalidInput(
             f"SMILES {text[:80]!r} has no carbon atom.",
             hint="Drug-target scoring needs an organic molecule; inorganic species are not scored.",

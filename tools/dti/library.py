@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -38,6 +38,31 @@ def _chunk(smiles: Sequence[str]) -> list[tuple[DrugFeatures | None, str | None,
     return [_one(s) for s in smiles]
 
 
+def featurize_blocks(
+    keys: Sequence[str], workers: int = 1
+) -> Iterator[tuple[int, list[tuple[DrugFeatures | None, str | None, str | None]]]]:
+    """`(offset, results)` for consecutive blocks of `keys`, in order, as each block is ready.
+
+    With `workers` > 1 and a long list, blocks are featurized in that many processes, so a caller can
+    use one block while later ones are still being computed. Closing the generator early cancels the
+    blocks not yet started.
+    """
+    blocks = [keys[i : i + CHUNK] for i in range(0, len(keys), CHUNK)]
+    if workers > 1 and len(keys) >= PARALLEL_MIN:
+        ctx = mp.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_chunk, b) for b in blocks]
+            try:
+                for k, f in enumerate(futures):
+                    yield k * CHUNK, f.result()
+            finally:
+                for f in futures:
+                    f.cancel()
+    else:
+        for k, b in enumerate(blocks):
+            yield k * CHUNK, _chunk(b)
+
+
 def featurize_many(
     smiles: Sequence[str], workers: int = 1, on_block: Callable[[int, int], None] | None = None
 ) -> list[MolResult]:
@@ -50,25 +75,10 @@ def featurize_many(
         uniq.setdefault(s, len(uniq))
     keys = list(uniq)
     out: list[tuple[DrugFeatures | None, str | None, str | None]] = []
-    blocks = [keys[i : i + CHUNK] for i in range(0, len(keys), CHUNK)]
-    if workers > 1 and len(keys) >= PARALLEL_MIN:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_chunk, b) for b in blocks]
-            try:
-                for f in futures:
-                    out.extend(f.result())
-                    if on_block:
-                        on_block(len(out), len(keys))
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-    else:
-        for b in blocks:
-            out.extend(_chunk(b))
-            if on_block:
-                on_block(len(out), len(keys))
+    for _, block in featurize_blocks(keys, workers):
+        out.extend(block)
+        if on_block:
+            on_block(len(out), len(keys))
     res = [MolResult(*t) for t in out]
     return [res[uniq[s]] for s in smiles]
 

@@ -7,6 +7,9 @@ volume of the parallelotope their unit embeddings span (sqrt of the Gram determi
 across the batch (beside the supervised loss, and optionally in a pretraining stage before it); the
 interaction head reads the fused drug and protein vectors.
 
+With `neighbour_features`, a sixth, pair-level modality joins the head: the pair's known-interaction
+neighbourhood (tools/dti/neighbours.py), encoded by an MLP.
+
 Fusion per side is either the mean of the modality embeddings ("mean") or gated residual ("gated"): the
 side's primary modality (ECFP4 for the drug, composition for the protein) plus each other modality times
 a learned per-dimension gate tanh(g), with g starting at 0, so training starts from the primary pair and
@@ -34,6 +37,7 @@ DRUG_MODALITIES = ("drug_ecfp", "drug_descriptors", "drug_smiles")
 PROTEIN_MODALITIES = ("protein_sequence", "protein_composition")
 PRIMARY_MODALITIES = ("drug_ecfp", "protein_composition")
 FUSIONS = ("mean", "gated")
+SEQUENCE_ENCODER_SEED = 0
 MODALITIES = DRUG_MODALITIES + PROTEIN_MODALITIES
 INPUT_OF = {
     "drug_ecfp": "ecfp",
@@ -55,10 +59,18 @@ class _Standardize(nn.Module):
 
 
 class MLPEncoder(nn.Module):
-    def __init__(self, n_in: int, hidden: int, dim: int, dropout: float, standardize: bool) -> None:
+    def __init__(
+        self, n_in: int, hidden: int, dim: int, dropout: float, standardize: bool, input_dropout: float = 0.0
+    ) -> None:
         super().__init__()
         self.norm = _Standardize(n_in) if standardize else nn.Identity()
-        self.net = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+        self.net = nn.Sequential(
+            nn.Dropout(input_dropout),
+            nn.Linear(n_in, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, dim),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(self.norm(x))
@@ -110,7 +122,14 @@ class DTIModel(nn.Module):
     auxiliary activity head (weak supervision)."""
 
     def __init__(
-        self, dim: int = 64, modalities: Sequence[str] = MODALITIES, dropout: float = 0.2, fusion: str = "mean"
+        self,
+        dim: int = 64,
+        modalities: Sequence[str] = MODALITIES,
+        dropout: float = 0.2,
+        fusion: str = "mean",
+        neighbour_features: int = 0,
+        ecfp_input_dropout: float = 0.0,
+        neighbour_head: bool = False,
     ) -> None:
         super().__init__()
         if fusion not in FUSIONS:
@@ -120,13 +139,21 @@ class DTIModel(nn.Module):
         self.modalities = tuple(m for m in MODALITIES if m in modalities)
         enc: dict[str, nn.Module] = {}
         if "drug_ecfp" in self.modalities:
-            enc["drug_ecfp"] = MLPEncoder(ECFP_BITS, 256, dim, dropout, standardize=False)
+            enc["drug_ecfp"] = MLPEncoder(ECFP_BITS, 256, dim, dropout, False, input_dropout=ecfp_input_dropout)
         if "drug_descriptors" in self.modalities:
             enc["drug_descriptors"] = MLPEncoder(len(DESCRIPTOR_NAMES), 64, dim, dropout, standardize=True)
+        # the sequence CNNs are built from their own fixed seed, so the members of an ensemble share them
+        # while they stay frozen at initialisation (see DTIEnsemble)
+        with torch.random.fork_rng():
+            torch.manual_seed(SEQUENCE_ENCODER_SEED)
+            cnn = {
+                "drug_smiles": CNNEncoder(len(SMILES_VOCAB), 2, 32, dim),
+                "protein_sequence": CNNEncoder(len(PROTEIN_VOCAB), 3, 32, dim, crop=256),
+            }
         if "drug_smiles" in self.modalities:
-            enc["drug_smiles"] = CNNEncoder(len(SMILES_VOCAB), 2, 32, dim)
+            enc["drug_smiles"] = cnn["drug_smiles"]
         if "protein_sequence" in self.modalities:
-            enc["protein_sequence"] = CNNEncoder(len(PROTEIN_VOCAB), 3, 32, dim, crop=256)
+            enc["protein_sequence"] = cnn["protein_sequence"]
         if "protein_composition" in self.modalities:
             enc["protein_composition"] = MLPEncoder(PROTEIN_COMPOSITION_DIM, 128, dim, dropout, standardize=True)
         self.encoders = nn.ModuleDict(enc)
@@ -136,8 +163,22 @@ class DTIModel(nn.Module):
             if fusion == "gated"
             else {}
         )
-        self.head = nn.Sequential(nn.Linear(3 * dim, 128), nn.ReLU(), nn.Dropout(dropout), nn.Linear(128, 1))
-        self.activity_head = nn.Linear(3 * dim, 1)
+        self.neighbour_features = neighbour_features
+        self.ecfp_input_dropout = ecfp_input_dropout
+        self.neighbour_encoder = (
+            nn.Sequential(MLPEncoder(neighbour_features, 64, dim, dropout, standardize=True), nn.LayerNorm(dim))
+            if neighbour_features
+            else None
+        )
+        self.neighbour_head = (
+            nn.Sequential(nn.Linear(dim, 64), nn.ReLU(), nn.Linear(64, 1))
+            if neighbour_features and neighbour_head
+            else None
+        )
+        self.neighbours: Any = None  # tools.dti.neighbours.NeighbourIndex of the training pairs, when used
+        width = (4 if neighbour_features else 3) * dim
+        self.head = nn.Sequential(nn.Linear(width, 128), nn.ReLU(), nn.Dropout(dropout), nn.Linear(128, 1))
+        self.activity_head = nn.Linear(width, 1)
         self.register_buffer("log_temperature", torch.tensor(-2.3))  # GRAM temperature 0.1
 
     @property
@@ -148,9 +189,21 @@ class DTIModel(nn.Module):
     def protein_modalities(self) -> tuple[str, ...]:
         return tuple(m for m in self.modalities if m in PROTEIN_MODALITIES)
 
-    def embed(self, inputs: dict[str, torch.Tensor], names: Sequence[str]) -> dict[str, torch.Tensor]:
-        """Per-modality embeddings (n, dim) of the given input arrays."""
-        return {m: self.norms[m](self.encoders[m](inputs[INPUT_OF[m]])) for m in names}
+    def embed(
+        self, inputs: dict[str, torch.Tensor], names: Sequence[str], memo: dict[int, torch.Tensor] | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Per-modality embeddings (n, dim) of the given input arrays. `memo` (encoder id -> output) lets
+        ensemble members that share an encoder run it once."""
+        out = {}
+        for m in names:
+            enc = self.encoders[m]
+            raw = memo.get(id(enc)) if memo is not None else None
+            if raw is None:
+                raw = enc(inputs[INPUT_OF[m]])
+                if memo is not None:
+                    memo[id(enc)] = raw
+            out[m] = self.norms[m](raw)
+        return out
 
     @property
     def primary(self) -> tuple[str, ...]:
@@ -179,14 +232,34 @@ class DTIModel(nn.Module):
         den = sum(mask[m] for m in embs).clamp_min(1.0)
         return num / den[:, None]
 
-    def pair_features(self, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-        return torch.cat([d, p, d * p], dim=1)
+    def pair_features(self, d: torch.Tensor, p: torch.Tensor, nbr: torch.Tensor | None = None) -> torch.Tensor:
+        """Head input: fused drug and protein vectors, their product, and the encoded neighbourhood."""
+        parts = [d, p, d * p]
+        if self.neighbour_encoder is not None:
+            if nbr is None:
+                raise ValueError("this model reads pair neighbourhood features; pass nbr")
+            parts.append(self.neighbour_encoder(nbr))
+        return torch.cat(parts, dim=1)
 
-    def interaction_logit(self, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-        return self.head(self.pair_features(d, p)).squeeze(1)
+    def interaction_logit(self, d: torch.Tensor, p: torch.Tensor, nbr: torch.Tensor | None = None) -> torch.Tensor:
+        return self.logit(self.pair_features(d, p, nbr))
+
+    def logit(self, feats: torch.Tensor) -> torch.Tensor:
+        """Interaction logit of head inputs: the head, plus the neighbourhood-only head where present."""
+        out = self.head(feats).squeeze(1)
+        if self.neighbour_head is not None:
+            out = out + self.neighbour_head(feats[:, -self.dim :]).squeeze(1)
+        return out
 
     def config(self) -> dict[str, Any]:
-        return {"dim": self.dim, "modalities": list(self.modalities), "fusion": self.fusion}
+        return {
+            "dim": self.dim,
+            "modalities": list(self.modalities),
+            "fusion": self.fusion,
+            "neighbour_features": self.neighbour_features,
+            "ecfp_input_dropout": self.ecfp_input_dropout,
+            "neighbour_head": self.neighbour_head is not None,
+        }
 
 
 def gram_volume(vectors: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -293,3 +366,62 @@ class AdaptiveModalityDropout:
             side_masks[safest] = torch.where(none_kept, torch.ones(n), side_masks[safest])
             masks.update(side_masks)
         return masks
+
+
+class DTIEnsemble(nn.Module):
+    """Networks trained from different seeds, used as one model: a pair's probability is the mean of theirs.
+
+    It has the single model's scoring interface: `fuse(embed(...))` gives each side's vector as the
+    members' fused vectors side by side, and `interaction_logit` splits them again and returns the
+    logit of the mean probability.
+    """
+
+    def __init__(self, members: Sequence[DTIModel]) -> None:
+        super().__init__()
+        # members whose encoder for a modality holds identical weights (the frozen sequence CNNs) share it
+        for name, enc in members[0].encoders.items():
+            ref = enc.state_dict()
+            for m in members[1:]:
+                other = m.encoders[name].state_dict() if name in m.encoders else None
+                if other is not None and all(torch.equal(ref[k], other[k]) for k in ref):
+                    m.encoders[name] = enc
+        self.members = nn.ModuleList(members)
+        self.dim = sum(m.dim for m in members)
+        self.modalities = members[0].modalities
+        self._neighbours: Any = None
+
+    @property
+    def neighbours(self) -> Any:
+        return self._neighbours if self._neighbours is not None else self.members[0].neighbours
+
+    @neighbours.setter
+    def neighbours(self, index: Any) -> None:
+        self._neighbours = index
+        for m in self.members:
+            m.neighbours = index
+
+    @property
+    def drug_modalities(self) -> tuple[str, ...]:
+        return self.members[0].drug_modalities
+
+    @property
+    def protein_modalities(self) -> tuple[str, ...]:
+        return self.members[0].protein_modalities
+
+    def embed(self, inputs: dict[str, torch.Tensor], names: Sequence[str]) -> dict[str, torch.Tensor]:
+        memo: dict[int, torch.Tensor] = {}
+        return {f"member{k}": m.fuse(m.embed(inputs, names, memo)) for k, m in enumerate(self.members)}
+
+    def fuse(self, embs: dict[str, torch.Tensor], mask: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        return torch.cat(list(embs.values()), dim=1)
+
+    def interaction_logit(self, d: torch.Tensor, p: torch.Tensor, nbr: torch.Tensor | None = None) -> torch.Tensor:
+        sizes = [m.dim for m in self.members]
+        probs = [
+            torch.sigmoid(m.interaction_logit(dk, pk, nbr))
+            for m, dk, pk in zip(self.members, d.split(sizes, dim=1), p.split(sizes, dim=1), strict=True)
+        ]
+        return torch.logit(torch.stack(probs).mean(0), eps=1e-6)
+
+    def config(self) -> dict[str, Any]:
+        return {"members": [m.config() for m in self.members]}

@@ -288,7 +288,9 @@ def dti_score(
 ) -> ScoreResult:
     """Score drug-target pairs with the multimodal GRAM-aligned model: interaction probability per pair.
 
-    Use it for a handful to many pairs (batched; each distinct drug and protein is encoded once). Bad
+    Use it for a handful to many pairs (batched; each distinct drug and protein is encoded once). A pair
+    found among the model's training pairs is scored with itself left out of its neighbourhood, so the
+    score is a prediction, not a lookup of the known label. Bad
     rows (invalid SMILES, non-protein sequence) are reported with their reason and the rest are still
     scored. Returns scores inline up to max_inline_rows and a CSV of all rows for larger inputs.
     """
@@ -386,15 +388,16 @@ def dti_screen(
     """Screen a molecule library against one target: score every molecule, rank, write the top-k hits.
 
     Use it for virtual screening. The target is encoded once; molecules are featurized in parallel
-    blocks (cached by canonical SMILES) and scored in batches. Rejected records are listed in a CSV
+    blocks (cached by canonical SMILES), each block scored as soon as it is ready. Rejected records are listed in a CSV
     with reasons. Returns the top hits inline (<= 20) and CSV/SDF paths; bounded by max_file_rows.
     """
     import numpy as np
     import torch
+    from threadpoolctl import threadpool_limits
 
     from tools.dti.features import protein_features, stack_drugs
-    from tools.dti.library import featurize_many
-    from tools.dti.train import _inputs, embed_table, protein_table
+    from tools.dti.library import PARALLEL_MIN, MolResult, featurize_blocks
+    from tools.dti.train import _inputs, embed_table, library_neighbourhood, protein_table
 
     t0 = time.time()
     lim = _limits()
@@ -410,22 +413,36 @@ def dti_screen(
     net, _card = load_model(model)
     protein_features(seq)
 
-    def on_block(done: int, total: int) -> None:
-        report(progress, done, total, "featurizing")
-
-    results = featurize_many([r.smiles for r in recs], workers=lim.threads, on_block=on_block)
+    # each block of distinct molecules is scored as soon as it is featurized, while the worker
+    # processes featurize the next blocks
+    uniq: dict[str, int] = {}
+    for r in recs:
+        uniq.setdefault(r.smiles, len(uniq))
+    keys = list(uniq)
+    key_results: list[MolResult] = []
+    key_scores = np.zeros(len(keys))
+    parallel = lim.threads > 1 and len(keys) >= PARALLEL_MIN
+    # while worker processes featurize, this process scores on one thread (more would contend with them)
+    threads = 1 if parallel else max(1, lim.threads)
+    torch.set_num_threads(threads)
+    pvec = embed_table(net, protein_table([seq]), net.protein_modalities, threads=threads)
+    with torch.no_grad(), threadpool_limits(threads):
+        for offset, block in featurize_blocks(keys, workers=lim.threads):
+            res = [MolResult(*t) for t in block]
+            key_results.extend(res)
+            good = [j for j, r in enumerate(res) if r.features is not None]
+            if good:
+                feats = [res[j].features for j in good]
+                table = stack_drugs(feats)  # type: ignore[arg-type]
+                dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
+                smiles = [f.smiles for f in feats]  # type: ignore[union-attr]
+                nbr = library_neighbourhood(net, table["ecfp"], smiles, seq)
+                logit = net.interaction_logit(dvec, pvec.expand(len(good), -1), nbr)
+                key_scores[offset + np.array(good)] = torch.sigmoid(logit).double().numpy()
+            report(progress, offset + len(block), len(keys), "featurizing and scoring")
+    results = [key_results[uniq[r.smiles]] for r in recs]
     ok = [i for i, r in enumerate(results) if r.features is not None]
-    torch.set_num_threads(max(1, lim.threads))
-    pvec = embed_table(net, protein_table([seq]), net.protein_modalities, threads=lim.threads)
-    scores = np.zeros(len(ok))
-    with torch.no_grad():
-        for s in range(0, len(ok), 4096):
-            block = [results[i].features for i in ok[s : s + 4096]]
-            table = stack_drugs(block)  # type: ignore[arg-type]
-            dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(block))), net.drug_modalities))
-            logit = net.interaction_logit(dvec, pvec.expand(len(block), -1))
-            scores[s : s + len(block)] = torch.sigmoid(logit).double().numpy()
-            report(progress, len(recs) + s + len(block), 2 * len(recs), "scoring")
+    scores = np.array([key_scores[uniq[recs[i].smiles]] for i in ok])
     order = np.argsort(-scores, kind="stable")[:top_k]
     hits = [(int(r + 1), recs[ok[j]], results[ok[j]], float(scores[j])) for r, j in enumerate(order)]
     csv_path = write_csv(
@@ -498,8 +515,9 @@ def dti_explain(
 ) -> ExplainResult:
     """Explain a drug-target score: which ECFP bits and atoms drive it (occlusion of fingerprint bits).
 
-    Each on-bit of the model's ECFP4 input is switched off in turn with the other modalities held
-    fixed; the score drop is that bit's contribution, mapped to atoms through the Morgan environments
+    Each on-bit of the model's ECFP4 input is switched off in turn with the other drug modalities held
+    fixed (the neighbourhood features, which compare fingerprints, are recomputed from the edited
+    bits); the score drop is that bit's contribution, mapped to atoms through the Morgan environments
     (centre atom and radius) that set it. Returns ranked bits, per-atom weights and an SVG path.
     """
     import numpy as np
@@ -507,7 +525,7 @@ def dti_explain(
     from rdkit import Chem
 
     from tools.dti.features import drug_features, ecfp_bit_atoms, stack_drugs
-    from tools.dti.train import _inputs, embed_table, protein_table
+    from tools.dti.train import _inputs, embed_table, library_neighbourhood, protein_table
 
     parsed, err = try_parse_smiles(smiles)
     if parsed is None:
@@ -524,7 +542,8 @@ def dti_explain(
     pvec = embed_table(net, protein_table([seq]), net.protein_modalities)
     with torch.no_grad():
         dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(bits) + 1)), net.drug_modalities))
-        probs = torch.sigmoid(net.interaction_logit(dvec, pvec.expand(len(dvec), -1))).double().numpy()
+        nbr = library_neighbourhood(net, table["ecfp"], [parsed.smiles] * len(dvec), seq)
+        probs = torch.sigmoid(net.interaction_logit(dvec, pvec.expand(len(dvec), -1), nbr)).double().numpy()
     base = float(probs[0])
     deltas = base - probs[1:]
     weights = np.zeros(mol.GetNumAtoms())

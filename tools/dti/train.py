@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,11 @@ class TrainConfig:
     freeze_sequence_encoders: bool = True
     dropout_base: float = 0.15
     activity_weight: float = 0.2
+    neighbours: bool = True  # the pair-level known-interaction neighbourhood modality
+    ecfp_input_dropout: float = 0.0  # dropout on the ECFP4 input bits (less memorising of seen drugs)
+    cold_simulation: float = 0.5  # per pair and side, chance its neighbourhood block is dropped (unseen drug/target)
+    neighbour_head: bool = True  # a second head on the neighbourhood embedding alone, added to the logit
+    members: int = 3  # networks trained from consecutive seeds; their probabilities are averaged
     seed: int = 0
     threads: int = 1
 
@@ -144,23 +149,67 @@ def fit(
     cfg: TrainConfig,
     progress: ProgressFn | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Train a model on labelled pairs: optional GRAM pretraining on the positives, then fine-tuning.
+    """Train a model on labelled pairs: `cfg.members` networks from seeds seed, seed+1, ... (an ensemble
+    that averages their probabilities when more than one), sharing one neighbourhood reference.
 
-    Fine-tuning minimises binary cross-entropy of the interaction logit, plus `gram_weight` x the GRAM
-    loss on the batch's positives, plus `activity_weight` x the squared error of the activity head on
-    pairs with an activity value (weak supervision). `progress(done, total, msg)` is called per step
-    and may raise to cancel.
+    Each network: optional GRAM pretraining on the positives, then fine-tuning, which minimises binary
+    cross-entropy of the interaction logit, plus `gram_weight` x the GRAM loss on the batch's positives,
+    plus `activity_weight` x the squared error of the activity head on pairs with an activity value
+    (weak supervision). `progress(done, total, msg)` is called per step and may raise to cancel.
     """
+    from tools.dti.model import DTIEnsemble
+    from tools.dti.neighbours import NeighbourIndex
+
+    index, nbr_all = None, None
+    if cfg.neighbours:
+        if progress:
+            progress(0, 1, "neighbourhood features")
+        index = NeighbourIndex.from_tables(tables, pairs.d, pairs.p, pairs.y)
+        nbr_all = index.features_for_tables(tables, pairs.d, pairs.p)
+    n = max(1, cfg.members)
+    models, history = [], {}
+    for k in range(n):
+
+        def member_progress(done: float, total: float, msg: str, k: int = k) -> None:
+            if progress:
+                progress(k * total + done, n * total, f"member {k + 1}/{n}: {msg}" if n > 1 else msg)
+
+        model, history = _fit_member(tables, pairs, replace(cfg, seed=cfg.seed + k), member_progress, index, nbr_all)
+        models.append(model)
+    return (models[0] if n == 1 else DTIEnsemble(models)), history
+
+
+def _fit_member(
+    tables: Tables,
+    pairs: Pairs,
+    cfg: TrainConfig,
+    progress: ProgressFn,
+    index: Any,
+    nbr_all: np.ndarray | None,
+) -> tuple[Any, dict[str, Any]]:
     torch = _torch(cfg.threads)
     from torch.nn import functional as F
 
     from tools.dti.model import AdaptiveModalityDropout, DTIModel, gram_contrastive_loss
+    from tools.dti.neighbours import COLD_DRUG, COLD_TARGET, FEATURE_NAMES
 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    model = DTIModel(dim=cfg.dim, modalities=cfg.modalities, fusion=cfg.fusion)
+    model = DTIModel(
+        dim=cfg.dim,
+        modalities=cfg.modalities,
+        fusion=cfg.fusion,
+        neighbour_features=len(FEATURE_NAMES) * cfg.neighbours,
+        ecfp_input_dropout=cfg.ecfp_input_dropout,
+        neighbour_head=cfg.neighbour_head,
+    )
     _fit_standardizers(model, tables, pairs)
+    if nbr_all is not None:
+        model.neighbours = index
+        norm = model.neighbour_encoder[0].norm
+        norm.mean.copy_(torch.from_numpy(nbr_all.mean(0)))
+        norm.std.copy_(torch.from_numpy(nbr_all.std(0) + 1e-3))
     labelled = ~np.isnan(pairs.y)
     has_act = len(pairs.activity) == len(pairs) and bool(np.any(~np.isnan(pairs.activity)))
     act_mean = float(np.nanmean(pairs.activity)) if has_act else 0.0
@@ -209,15 +258,24 @@ def fit(
             v.retain_grad()
         return de, pe, dinv, pinv
 
+    def neighbourhood(b: np.ndarray) -> Any:
+        if nbr_all is None:
+            return None
+        x = nbr_all[b].copy()
+        # cold simulation: the pair sees its drug (or target) as if unseen in the reference
+        x[rng.random(len(b)) < cfg.cold_simulation, COLD_DRUG] = 0.0
+        x[rng.random(len(b)) < cfg.cold_simulation, COLD_TARGET] = 0.0
+        return torch.from_numpy(x)
+
     def bce_loss(b: np.ndarray, de: dict, pe: dict, dinv: np.ndarray, pinv: np.ndarray, masks: dict | None) -> Any:
         dm = {m: masks[m] for m in de} if masks else None
         pm = {m: masks[m] for m in pe} if masks else None
-        feats = model.pair_features(model.fuse(de, dm)[dinv], model.fuse(pe, pm)[pinv])
+        feats = model.pair_features(model.fuse(de, dm)[dinv], model.fuse(pe, pm)[pinv], neighbourhood(b))
         y = torch.from_numpy(pairs.y[b].astype(np.float32))
         ok = ~torch.isnan(y)
         loss = torch.zeros(())
         if bool(ok.any()):
-            logit = model.head(feats).squeeze(1)
+            logit = model.logit(feats)
             loss = loss + F.binary_cross_entropy_with_logits(logit[ok], y[ok])
         if has_act:
             a = torch.from_numpy(((pairs.activity[b] - act_mean) / act_std).astype(np.float32))
@@ -333,27 +391,48 @@ def embed_table(
     return torch.cat(out) if out else torch.zeros(0, model.dim)
 
 
+def library_neighbourhood(model: Any, ecfp: np.ndarray, smiles: Sequence[str], sequence: str) -> Any:
+    """Neighbourhood features (torch, n x 13) of n molecules (ECFP bits, canonical SMILES) against one
+    target, or None for a model without the neighbourhood modality."""
+    if model.neighbours is None:
+        return None
+    import torch
+
+    n = len(smiles)
+    x = model.neighbours.features(ecfp, smiles, [sequence], np.arange(n), np.zeros(n, dtype=np.int64))
+    return torch.from_numpy(x)
+
+
 def predict(model: Any, tables: Tables, d: np.ndarray, p: np.ndarray, threads: int = 1) -> np.ndarray:
     """Interaction probabilities of pairs (indices into the tables)."""
     torch = _torch(threads)
     dv = embed_table(model, tables.drugs, model.drug_modalities, threads=threads)
     pv = embed_table(model, tables.proteins, model.protein_modalities, threads=threads)
+    nbr = model.neighbours.features_for_tables(tables, d, p) if model.neighbours is not None else None
     out = np.zeros(len(d), dtype=np.float64)
     with torch.no_grad():
         for s in range(0, len(d), 8192):
             sl = slice(s, s + 8192)
-            logit = model.interaction_logit(dv[torch.from_numpy(d[sl])], pv[torch.from_numpy(p[sl])])
+            x = torch.from_numpy(nbr[sl]) if nbr is not None else None
+            logit = model.interaction_logit(dv[torch.from_numpy(d[sl])], pv[torch.from_numpy(p[sl])], x)
             out[sl] = torch.sigmoid(logit).double().numpy()
     return out
 
 
 def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
-    """Write weights (float16 where lossless enough), config and model card to one .pt file."""
+    """Write weights (float16 where lossless enough), config, model card and the neighbourhood reference
+    (training pairs, packed drug fingerprints, sequences) to one .pt file."""
     import torch
 
     state = {k: (v.half() if v.is_floating_point() and v.numel() > 1000 else v) for k, v in model.state_dict().items()}
     extra = {"activity_mean": getattr(model, "activity_mean", 0.0), "activity_std": getattr(model, "activity_std", 1.0)}
-    torch.save({"config": model.config(), "state_dict": state, "card": card, "extra": extra}, path)
+    blob = {"config": model.config(), "state_dict": state, "card": card, "extra": extra}
+    if model.neighbours is not None:
+        blob["neighbours"] = {
+            k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
+            for k, v in model.neighbours.state().items()
+        }
+    torch.save(blob, path)
     return path
 
 
@@ -361,12 +440,26 @@ def load_checkpoint(path: Path) -> tuple[Any, dict[str, Any]]:
     """A model in eval mode and its model card from a checkpoint written by `save_checkpoint`."""
     import torch
 
-    from tools.dti.model import DTIModel
+    from tools.dti.model import DTIEnsemble, DTIModel
 
     blob = torch.load(path, map_location="cpu", weights_only=True)
-    model = DTIModel(**blob["config"])
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in blob["state_dict"].items()})
+    config = blob["config"]
+    state = {k: v.float() if v.is_floating_point() else v for k, v in blob["state_dict"].items()}
+    if "members" in config:
+        members = [DTIModel(**c) for c in config["members"]]
+        for k, m in enumerate(members):
+            prefix = f"members.{k}."
+            m.load_state_dict({key[len(prefix) :]: v for key, v in state.items() if key.startswith(prefix)})
+        model = DTIEnsemble(members)  # shares the encoders whose loaded weights are identical
+    else:
+        model = DTIModel(**config)
+        model.load_state_dict(state)
     model.activity_mean = blob.get("extra", {}).get("activity_mean", 0.0)
     model.activity_std = blob.get("extra", {}).get("activity_std", 1.0)
+    if "neighbours" in blob:
+        from tools.dti.neighbours import NeighbourIndex
+
+        state = {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in blob["neighbours"].items()}
+        model.neighbours = NeighbourIndex.from_state(state)
     model.eval()
     return model, blob["card"]

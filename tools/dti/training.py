@@ -84,14 +84,24 @@ def dti_train(
             "(the volume loss is always applied beside the supervised loss).",
         ),
     ] = 0,
+    members: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=10,
+            description="Networks trained from consecutive seeds and averaged (more: steadier scores, "
+            "proportionally longer training).",
+        ),
+    ] = 3,
     seed: Annotated[int, Field(description="Random seed.")] = 0,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Train a GRAM-DTI model on your own labelled pairs (long: reports progress, honours cancel).
 
-    Use it to adapt scoring to a target family or assay. Trains the multimodal encoders, gated fusion
-    and interaction head on the labels with the GRAM volume loss as an auxiliary term and adaptive
-    modality dropout; holds out a test part
+    Use it to adapt scoring to a target family or assay. Trains the multimodal encoders, gated fusion,
+    the known-interaction neighbourhood modality (from the training pairs, kept in the model) and the
+    interaction head on the labels with the GRAM volume loss as an auxiliary term and adaptive
+    modality dropout, as an ensemble of `members` networks; holds out a test part
     (random, drug-cold or target-cold) and reports AUROC/AUPRC; saves the model under the output
     folder for dti_score/dti_screen/dti_explain. Bounds: max_train_pairs, max_train_epochs.
     """
@@ -144,7 +154,7 @@ def dti_train(
     tr = ok[~test[ok]]
     te = ok[test[ok]]
     has_act = bool(np.any(~np.isnan(act[ok])))
-    cfg = TrainConfig(epochs=epochs, pretrain_epochs=pretrain_epochs, seed=seed, threads=lim.threads)
+    cfg = TrainConfig(epochs=epochs, pretrain_epochs=pretrain_epochs, members=members, seed=seed, threads=lim.threads)
     pairs = Pairs(di[tr], pi[tr], y[tr], act[tr] if has_act else np.zeros(0, np.float32))
 
     def prog(done: float, total: float, msg: str) -> None:
