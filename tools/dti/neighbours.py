@@ -112,14 +112,16 @@ class NeighbourIndex:
         nd, nt = len(self.smiles), len(self.sequences)
         self.drug_index = {s: i for i, s in enumerate(self.smiles)}
         self.target_index = {s: i for i, s in enumerate(self.sequences)}
-        self.profiles = kmer_profiles(self.sequences)
+        self.profiles_t = kmer_profiles(self.sequences).T.tocsr()  # (20**3, nt), for query @ profiles_t
         y = self.y.astype(np.float32)
         self.label = sparse.csr_matrix((y, (self.d, self.t)), shape=(nd, nt))  # duplicates add up
         self.count = sparse.csr_matrix((np.ones_like(y), (self.d, self.t)), shape=(nd, nt))
         self.positive = sparse.csr_matrix(((y > 0.5).astype(np.float32), (self.d, self.t)), shape=(nd, nt))
         self.positive.data = np.minimum(self.positive.data, 1.0)
         self.positive.eliminate_zeros()  # negatives leave explicit zeros; row indices must list positives only
-        self.label_t, self.count_t, self.positive_t = (m.T.tocsr() for m in (self.label, self.count, self.positive))
+        # column (per-target) access goes through CSC copies; row (per-drug) access through the CSR ones
+        self.label_csc, self.count_csc = self.label.tocsc(), self.count.tocsc()
+        self.positive_t = self.positive.T.tocsr()
         self.drug_label = np.asarray(self.label.sum(1)).ravel()
         self.drug_count = np.asarray(self.count.sum(1)).ravel()
         self.drug_pos = np.asarray(self.positive.sum(1)).ravel()
@@ -198,14 +200,14 @@ class NeighbourIndex:
         if target_similarity is not None:
             st = np.array(target_similarity[ut], dtype=np.float32)
         else:
-            st = (kmer_profiles([sequences[i] for i in ut]) @ self.profiles.T).toarray().astype(np.float32)
+            st = (kmer_profiles([sequences[i] for i in ut]) @ self.profiles_t).toarray().astype(np.float32)
         rt = qt_ref[ut]
         st[np.flatnonzero(rt >= 0), rt[rt >= 0]] = 0.0  # a query entity never counts as its own neighbour
         wt = _cube(st)  # (u_t, nt)
         # per unique target: its reference columns, and sum_t' P[:, t'] wt[t'] over known positives (the
         # inner sum of the kernel), each (nd, u_t)
-        lab_col = self._columns(self.label, rt)
-        cnt_col = self._columns(self.count, rt)
+        lab_col = self._columns(self.label_csc, rt)
+        cnt_col = self._columns(self.count_csc, rt)
         ker_t = np.asarray(self.positive @ wt.T, dtype=np.float32)
         ligands = [self.positive_t[j].indices if j >= 0 else np.zeros(0, np.int32) for j in rt]
         t_num, t_den = wt @ self.target_label, wt @ self.target_count
@@ -263,8 +265,8 @@ class NeighbourIndex:
         lab_same_d = np.zeros((len(sd), len(rt)), np.float32)
         cnt_same_d = np.zeros((len(sd), len(rt)), np.float32)
         if len(known_d):
-            lab_same_d[known_d] = (wt @ self._columns(self.label_t, rd[known_d])).T
-            cnt_same_d[known_d] = (wt @ self._columns(self.count_t, rd[known_d])).T
+            lab_same_d[known_d] = (wt @ self.label[rd[known_d]].toarray().T).T
+            cnt_same_d[known_d] = (wt @ self.count[rd[known_d]].toarray().T).T
         pd_, pt_ = rd[a], rt[b]
         o = np.zeros((len(a), len(FEATURE_NAMES)), dtype=np.float32)
         # the pair's own reference entries (0 when either end is not in the reference)

@@ -176,7 +176,12 @@ def fit(
 
         model, history = _fit_member(tables, pairs, replace(cfg, seed=cfg.seed + k), member_progress, index, nbr_all)
         models.append(model)
-    return (models[0] if n == 1 else DTIEnsemble(models)), history
+    if n == 1:
+        return models[0], history
+    ensemble = DTIEnsemble(models)
+    ensemble.activity_mean = models[0].activity_mean  # type: ignore[attr-defined]
+    ensemble.activity_std = models[0].activity_std  # type: ignore[attr-defined]
+    return ensemble, history
 
 
 def _fit_member(
