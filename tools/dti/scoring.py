@@ -290,9 +290,9 @@ def dti_score(
 
     Use it for a handful to many pairs (batched; each distinct drug and protein is encoded once). A pair
     found among the model's training pairs is scored with itself left out of its neighbourhood, so the
-    score is a prediction, not a lookup of the known label. Bad
-    rows (invalid SMILES, non-protein sequence) are reported with their reason and the rest are still
-    scored. Returns scores inline up to max_inline_rows and a CSV of all rows for larger inputs.
+    score is a prediction, not a lookup of the known label. Bad rows (invalid SMILES, non-protein
+    sequence) are reported with their reason and the rest are still scored. Returns scores inline up
+    to max_inline_rows and a CSV of all rows for larger inputs.
     """
     import numpy as np
 
@@ -388,8 +388,9 @@ def dti_screen(
     """Screen a molecule library against one target: score every molecule, rank, write the top-k hits.
 
     Use it for virtual screening. The target is encoded once; molecules are featurized in parallel
-    blocks (cached by canonical SMILES), each block scored as soon as it is ready. Rejected records are listed in a CSV
-    with reasons. Returns the top hits inline (<= 20) and CSV/SDF paths; bounded by max_file_rows.
+    blocks (cached by canonical SMILES), each block scored as soon as it is ready. Rejected records
+    are listed in a CSV with reasons. Returns the top hits inline (<= 20) and CSV/SDF paths; bounded
+    by max_file_rows.
     """
     import numpy as np
     import torch
@@ -424,22 +425,25 @@ def dti_screen(
     parallel = lim.threads > 1 and len(keys) >= PARALLEL_MIN
     # while worker processes featurize, this process scores on one thread (more would contend with them)
     threads = 1 if parallel else max(1, lim.threads)
-    torch.set_num_threads(threads)
-    pvec = embed_table(net, protein_table([seq]), net.protein_modalities, threads=threads)
-    with torch.no_grad(), threadpool_limits(threads):
-        for offset, block in featurize_blocks(keys, workers=lim.threads):
-            res = [MolResult(*t) for t in block]
-            key_results.extend(res)
-            good = [j for j, r in enumerate(res) if r.features is not None]
-            if good:
-                feats = [res[j].features for j in good]
-                table = stack_drugs(feats)  # type: ignore[arg-type]
-                dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
-                smiles = [f.smiles for f in feats]  # type: ignore[union-attr]
-                nbr = library_neighbourhood(net, table["ecfp"], smiles, seq)
-                logit = net.interaction_logit(dvec, pvec.expand(len(good), -1), nbr)
-                key_scores[offset + np.array(good)] = torch.sigmoid(logit).double().numpy()
-            report(progress, offset + len(block), len(keys), "featurizing and scoring")
+    torch_threads = torch.get_num_threads()
+    try:
+        pvec = embed_table(net, protein_table([seq]), net.protein_modalities, threads=threads)
+        with torch.no_grad(), threadpool_limits(threads):
+            for offset, block in featurize_blocks(keys, workers=lim.threads):
+                res = [MolResult(*t) for t in block]
+                key_results.extend(res)
+                good = [j for j, r in enumerate(res) if r.features is not None]
+                if good:
+                    feats = [res[j].features for j in good]
+                    table = stack_drugs(feats)  # type: ignore[arg-type]
+                    dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
+                    smiles = [f.smiles for f in feats]  # type: ignore[union-attr]
+                    nbr = library_neighbourhood(net, table["ecfp"], smiles, seq)
+                    logit = net.interaction_logit(dvec, pvec.expand(len(good), -1), nbr)
+                    key_scores[offset + np.array(good)] = torch.sigmoid(logit).double().numpy()
+                report(progress, offset + len(block), len(keys), "featurizing and scoring")
+    finally:
+        torch.set_num_threads(torch_threads)
     results = [key_results[uniq[r.smiles]] for r in recs]
     ok = [i for i, r in enumerate(results) if r.features is not None]
     scores = np.array([key_scores[uniq[recs[i].smiles]] for i in ok])
