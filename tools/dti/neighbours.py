@@ -181,14 +181,11 @@ class NeighbourIndex:
         sequences: Sequence[str],
         d: np.ndarray,
         t: np.ndarray,
-        drug_similarity: np.ndarray | None = None,
-        target_similarity: np.ndarray | None = None,
     ) -> np.ndarray:
         """Features of query pairs (d[i], t[i]) indexing query drugs (bits, canonical SMILES) and proteins.
 
         Query entities equal to a reference entity (same canonical SMILES or sequence) are matched to it
-        and left out of their own neighbourhood. Similarity matrices to the reference may be passed in
-        when the caller has them.
+        and left out of their own neighbourhood.
         """
         out = np.zeros((len(d), len(FEATURE_NAMES)), dtype=np.float32)
         if len(d) == 0 or len(self.y) == 0:
@@ -197,10 +194,7 @@ class NeighbourIndex:
         qt_ref = np.array([self.target_index.get(s, -1) for s in sequences], dtype=np.int64)
         ud, a = np.unique(d, return_inverse=True)
         ut, b = np.unique(t, return_inverse=True)
-        if target_similarity is not None:
-            st = np.array(target_similarity[ut], dtype=np.float32)
-        else:
-            st = (kmer_profiles([sequences[i] for i in ut]) @ self.profiles_t).toarray().astype(np.float32)
+        st = (kmer_profiles([sequences[i] for i in ut]) @ self.profiles_t).toarray().astype(np.float32)
         rt = qt_ref[ut]
         st[np.flatnonzero(rt >= 0), rt[rt >= 0]] = 0.0  # a query entity never counts as its own neighbour
         wt = _cube(st)  # (u_t, nt)
@@ -220,10 +214,8 @@ class NeighbourIndex:
             s1 = min(len(ud), s0 + block)
             rows = order[starts[s0] : starts[s1]]
             if len(rows):
-                sim = None if drug_similarity is None else drug_similarity[ud[s0:s1]]
                 out[rows] = self._block(
-                    np.asarray(drug_bits)[ud[s0:s1]] if sim is None else None,
-                    sim,
+                    np.asarray(drug_bits)[ud[s0:s1]],
                     qd_ref[ud[s0:s1]],
                     rt,
                     a[rows] - s0,
@@ -240,11 +232,9 @@ class NeighbourIndex:
                 )
         return out
 
-    def _block(
-        self, bits, sim, rd, rt, a, b, st, wt, lab_col, cnt_col, ker_t, ligands, t_num, t_den, st_max
-    ) -> np.ndarray:
+    def _block(self, bits, rd, rt, a, b, st, wt, lab_col, cnt_col, ker_t, ligands, t_num, t_den, st_max) -> np.ndarray:
         """Features of pairs (a, b) indexing a block of unique query drugs and all unique query targets."""
-        sd = tanimoto(bits, self.drug_bits) if sim is None else np.array(sim, dtype=np.float32)
+        sd = tanimoto(bits, self.drug_bits)
         sd[np.flatnonzero(rd >= 0), rd[rd >= 0]] = 0.0
         wd = _cube(sd)  # (u_d, nd): similarity weights
         known_d = np.flatnonzero(rd >= 0)
