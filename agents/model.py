@@ -13,17 +13,28 @@ NO_ENDPOINT = NotConfigured(
     "No LLM endpoint is configured, so the agent has no model to plan with.",
     hint="Set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any OpenAI-compatible server: vLLM "
     "http://127.0.0.1:8000/v1, Ollama http://127.0.0.1:11434/v1, llama.cpp http://127.0.0.1:8080/v1), "
-    "and OPENAI_MODEL; the RESEARCH_MCP_LLM_* forms work too.",
+    "and OPENAI_MODEL; the RESEARCH_MCP_LLM_* forms work too; or allow the embedded model "
+    "(RESEARCH_MCP_LLM_EMBEDDED=true).",
 )
 
 
 def chat_model(settings: LLMSettings | None = None, *, temperature: float = AGENT_TEMPERATURE) -> Any:
-    """A `ChatOpenAI` for the endpoint in the settings; `NotConfigured` with the fix when there is none."""
+    """A `ChatOpenAI` for the configured endpoint, else for the embedded model (started on demand).
+
+    `NotConfigured` with the fix when there is no endpoint and the embedded model is switched off.
+    """
     s = settings or get_settings().llm
-    if not s.configured:
-        raise NO_ENDPOINT
     from langchain_openai import ChatOpenAI
 
+    if not s.configured:
+        if not s.embedded:
+            raise NO_ENDPOINT
+        from tools.embedded.launcher import ensure_local_endpoint
+        from tools.embedded.weights import MODEL_NAME
+
+        return ChatOpenAI(model=MODEL_NAME, base_url=ensure_local_endpoint(), api_key="embedded",
+                          temperature=temperature, timeout=max(s.timeout_s, 600.0), max_retries=1,
+                          max_tokens=s.embedded_max_tokens)
     return ChatOpenAI(
         model=s.model,
         base_url=s.base_url,

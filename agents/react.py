@@ -46,10 +46,20 @@ def system_prompt(resources: list[str], limit: int = 80) -> str:
 
 
 def final_answer(values: dict[str, Any]) -> str | None:
-    """The text of the last assistant message that calls no tool."""
+    """The text of the last assistant message that calls no tool.
+
+    When that message only holds tool calls whose arguments were not valid JSON (so none ran), the
+    answer says so, naming the tool and the arguments as the model sent them.
+    """
     for m in reversed(values.get("messages", [])):
         if getattr(m, "type", "") == "ai" and not getattr(m, "tool_calls", None):
-            return _text(m.content).strip()
+            text = _text(m.content).strip()
+            bad = getattr(m, "invalid_tool_calls", None) or []
+            if bad and not text:
+                said = "; ".join(f"{c.get('name') or '(no name)'} with {str(c.get('args'))[:200]!r}" for c in bad)
+                return (f"Stopped: the model called {said}, arguments that are not valid JSON, so no tool ran. "
+                        "Use a model that supports tool calling, or ask again.")
+            return text
     return None
 
 

@@ -17,6 +17,8 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler
 
+from tools.atomic import write_text
+
 RESULT_CHARS = 4000
 
 
@@ -42,6 +44,10 @@ def message_record(m: Any) -> dict[str, Any]:
     calls = getattr(m, "tool_calls", None)
     if calls:
         rec["tool_calls"] = [{"id": c.get("id"), "name": c["name"], "args": c.get("args", {})} for c in calls]
+    bad = getattr(m, "invalid_tool_calls", None)
+    if bad:  # calls whose arguments were not valid JSON: never executed
+        rec["invalid_tool_calls"] = [{"id": c.get("id"), "name": c.get("name"), "args": c.get("args"),
+                                      "error": c.get("error")} for c in bad]
     usage = getattr(m, "usage_metadata", None)
     if usage:
         rec["usage"] = dict(usage)
@@ -151,8 +157,5 @@ class RunTrace(AsyncCallbackHandler):
         return self.save()
 
     def save(self) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=str), encoding="utf-8")
-        tmp.replace(self.path)
-        return self.path
+        """Write the record atomically: a killed process leaves the previous complete file, never half of one."""
+        return write_text(self.path, json.dumps(self.data, indent=2, default=str))

@@ -6,9 +6,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 from mcp.server.mcpserver import MCPServer
 
-from server.registry import adapt, annotations_for, load_specs
+from server.registry import build_tool, load_specs
 from server.resources import sample_resources
 from server.sampling import chat_model_for
+from tools.paths import sweep_outputs
 from tools.settings import get_settings
 
 INSTRUCTIONS = """\
@@ -31,8 +32,12 @@ def _version() -> str:
 
 
 def build_server(families: list[str] | None = None, *, log_level: str | None = None) -> MCPServer:
-    """A server with the tools of `families` (all by default) and the bundled samples as resources."""
-    server = MCPServer(
+    """A server with the tools of `families` (default: RESEARCH_MCP_FAMILIES, else all) and the samples.
+
+    Building it also sweeps the output folder by the retention settings.
+    """
+    sweep_outputs()
+    return MCPServer(
         name="research-mcp",
         title="research-mcp",
         instructions=INSTRUCTIONS,
@@ -40,12 +45,5 @@ def build_server(families: list[str] | None = None, *, log_level: str | None = N
         resources=sample_resources(),
         warn_on_duplicate_tools=True,
         log_level=(log_level or get_settings().log_level).upper(),
+        tools=[build_tool(spec, chat_model_for) for spec in load_specs(families)],
     )
-    for spec in load_specs(families):
-        server.add_tool(
-            adapt(spec, chat_model_for),
-            name=spec.name,
-            title=spec.title,
-            annotations=annotations_for(spec),
-        )
-    return server

@@ -1,4 +1,4 @@
-"""The `research-mcp` command: serve, list tools, call one tool, run an agent, run an eval."""
+"""The `research-mcp` command: serve, list tools, call one tool, run an agent, run an eval, the local model."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
     s.add_argument("--host", default=None, help="HTTP host (default RESEARCH_MCP_HOST or 127.0.0.1)")
     s.add_argument("--port", type=int, default=None, help="HTTP port (default RESEARCH_MCP_PORT or 8000)")
+    s.add_argument("--workers", type=int, default=1,
+                   help="HTTP server processes on the one port (stateless; batch jobs go to one shared Dask cluster)")
 
     t = sub.add_parser("tools", help="list the tools with one-line descriptions")
     t.add_argument("--json", action="store_true", help="print names, descriptions and input/output schemas as JSON")
@@ -35,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("rest", nargs=argparse.REMAINDER)
     e = sub.add_parser("eval", help=EVAL_HELP, add_help=False)
     e.add_argument("rest", nargs=argparse.REMAINDER)
+    m = sub.add_parser("llm", help="the embedded model: llm serve | llm status | llm stop", add_help=False)
+    m.add_argument("rest", nargs=argparse.REMAINDER)
     return p
 
 
@@ -137,6 +141,7 @@ def _demo(families: list[str] | None) -> int:
     from rich.console import Console
 
     from server.examples import EXAMPLES
+    from tools.atomic import write_text
     from tools.paths import output_dir
 
     console = Console()
@@ -167,13 +172,13 @@ def _demo(families: list[str] | None) -> int:
         console.print(f"{mark} [bold cyan]{r['tool']}[/]: {r['what']}")
         console.print("    " + escape(_brief(r["result"]) if r["ok"] else str(r["result"])), soft_wrap=True)
     report = output_dir() / "demo.json"
-    report.write_text(json.dumps(records, indent=2, default=str), encoding="utf-8")
+    write_text(report, json.dumps(records, indent=2, default=str))
     failed = [r["tool"] for r in records if not r["ok"]]
     console.print(f"Full results: {report}" + (f"\n[red]failed: {', '.join(failed)}[/]" if failed else ""))
     return 1 if failed else 0
 
 
-def _serve(http: bool, host: str | None, port: int | None) -> int:
+def _serve(http: bool, host: str | None, port: int | None, workers: int = 1) -> int:
     from server.app import build_server
     from tools.settings import get_settings
 
@@ -187,11 +192,49 @@ def _serve(http: bool, host: str | None, port: int | None) -> int:
 
     try:
         serve_http(server, host or settings.host, port or settings.port,
-                   settings.token.get_secret_value() if settings.token else None, settings.allowed_hosts)
+                   settings.token.get_secret_value() if settings.token else None, settings.allowed_hosts,
+                   workers=workers)
     except ResearchError as exc:
         print(f"research-mcp serve: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+LLM_USAGE = """usage: research-mcp llm serve [--host 127.0.0.1] [--port 8080] [--idle-exit-s S]
+       research-mcp llm status
+       research-mcp llm stop
+
+serve   run the embedded model (Gemma 3 270M) as an OpenAI-compatible server on 127.0.0.1
+status  say whether one is running (started by `serve` or on demand by a tool) and where
+stop    stop the one recorded in the model cache"""
+
+
+def _llm(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(LLM_USAGE)
+        return 0 if argv else 2
+    if argv[0] == "serve":
+        from tools.embedded.serve import main as serve_main
+
+        return serve_main(argv[1:])
+    from tools.embedded.launcher import default_state_file, running_endpoint
+
+    url = running_endpoint()
+    if argv[0] == "status":
+        print(f"embedded model server: {url}" if url else "embedded model server: not running")
+        return 0 if url else 1
+    if argv[0] == "stop":
+        if not url:
+            print("embedded model server: not running")
+            return 0
+        import signal
+
+        pid = json.loads(default_state_file().read_text())["pid"]
+        os.kill(int(pid), signal.SIGTERM)
+        print(f"embedded model server at {url} (pid {pid}): stopping")
+        return 0
+    print(LLM_USAGE, file=sys.stderr)
+    return 2
 
 
 def _delegate(module: str, argv: list[str], what: str) -> int:
@@ -209,9 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "agent":  # REMAINDER does not take leading options (--resume, --workflow...)
         return _delegate("agents.cli", argv[1:], "agent runner")
+    if argv and argv[0] == "llm":
+        return _llm(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "serve":
-        return _serve(args.http, args.host, args.port)
+        if args.workers < 1 or (args.workers > 1 and not args.http):
+            print("research-mcp serve: --workers needs --http and a count of 1 or more.", file=sys.stderr)
+            return 2
+        return _serve(args.http, args.host, args.port, args.workers)
     if args.command == "tools":
         return _list_tools(args.json)
     if args.command == "call":

@@ -33,6 +33,11 @@ EXAMPLES: list[Example] = [
             "same-format stand-ins (GIDs) for an Ethereum address, with valid EIP-55 checksums"),
     Example("longctx", "longctx_chunk", {"path": "sample://longctx/alice.txt", "chunk_tokens": 2000},
             "token-aware chunks of a whole book, covering every character"),
+    Example("longctx", "longctx_answer",
+            {"path": "sample://longctx/alice_chapter1.txt", "task": "What did the Rabbit take out of its "
+             "waistcoat-pocket?", "chunk_tokens": 1000},
+            "chunked QA over a chapter: workers read 1,000-token chunks, a manager answers (a real model: the "
+            "embedded Gemma 3 270M unless an endpoint is configured; a few minutes on two cores)"),
     Example("dti", "dti_score", {"path": "sample://dti/bindingdb_pairs_test.csv"},
             "drug-target interaction scores for 49 BindingDB pairs with the shipped model"),
 ]

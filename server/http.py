@@ -25,25 +25,49 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+MIN_TOKEN_CHARS = 32
+
+
+def check_token(token: str) -> None:
+    """Refuse a bearer token too short to resist guessing."""
+    if len(token) < MIN_TOKEN_CHARS:
+        raise NotConfigured(
+            f"RESEARCH_MCP_TOKEN is {len(token)} characters long; at least {MIN_TOKEN_CHARS} are required.",
+            hint="Make one with `openssl rand -hex 24` (48 hex characters) and give the same value to the clients.",
+        )
+
+
 class BearerAuth:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`."""
+    """ASGI middleware: every HTTP request must carry exactly one `Authorization: Bearer <token>` header.
+
+    The scheme name is case-insensitive (RFC 7235 section 2.1); the token is compared in constant time.
+    """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                body = json.dumps({"error": "unauthorized", "error_description": "Send Authorization: Bearer <token>"
-                                   " with the token set in RESEARCH_MCP_TOKEN on the server."}).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="research-mcp"'),
-                    (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
+            given = [v for k, v in scope.get("headers") or [] if k.lower() == b"authorization"]
+            if len(given) > 1:
+                await _refuse(send, 400, "invalid_request", "Send one Authorization header, not several.")
+                return
+            scheme, _, credentials = (given[0] if given else b"").strip().partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self._expected):
+                await _refuse(send, 401, "unauthorized", "Send Authorization: Bearer <token> with the token set "
+                              "in RESEARCH_MCP_TOKEN on the server.")
                 return
         await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, error: str, description: str) -> None:
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="research-mcp"'))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def security_settings(host: str, port: int, extra_hosts: list[str]) -> TransportSecuritySettings:
@@ -60,21 +84,52 @@ def security_settings(host: str, port: int, extra_hosts: list[str]) -> Transport
     )
 
 
-def http_app(server: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str]) -> ASGIApp:
-    """The ASGI app serving MCP at `/mcp`; a token is required unless the host is loopback."""
+def http_app(server: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str],
+             stateless: bool = False) -> ASGIApp:
+    """The ASGI app serving MCP at `/mcp`; a token is required unless the host is loopback.
+
+    `stateless`: no session is kept between requests, so any of several server processes can answer any
+    request (what `--workers N` needs); server-to-client requests such as sampling are then unavailable.
+    """
     if token is None and not is_loopback(host):
         raise NotConfigured(
             f"Refusing to serve on {host} without a token: anyone who can reach it could call the tools.",
             hint="Set RESEARCH_MCP_TOKEN to a long random string (clients send it as a bearer token), "
             "or bind to 127.0.0.1.",
         )
-    app = server.streamable_http_app(host=host, transport_security=security_settings(host, port, extra_hosts))
+    if token is not None:
+        check_token(token)
+    app = server.streamable_http_app(host=host, transport_security=security_settings(host, port, extra_hosts),
+                                     stateless_http=stateless)
     return BearerAuth(app, token) if token else app
 
 
-def serve_http(server: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str]) -> None:
-    """Run the streamable HTTP server until interrupted."""
+def app_from_environment() -> ASGIApp:
+    """The stateless app built from the settings: the factory each `--workers` server process calls."""
+    from server.app import build_server
+    from tools.settings import get_settings
+
+    settings = get_settings()
+    token = settings.token.get_secret_value() if settings.token else None
+    return http_app(build_server(), settings.host, settings.port, token, settings.allowed_hosts, stateless=True)
+
+
+def serve_http(server: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str],
+               workers: int = 1) -> None:
+    """Run the streamable HTTP server until interrupted; `workers` > 1 runs that many stateless server
+    processes on the one port and hands their batch jobs to one shared Dask cluster."""
     import uvicorn
 
-    app = http_app(server, host, port, token, extra_hosts)
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+    app = http_app(server, host, port, token, extra_hosts, stateless=workers > 1)
+    if workers <= 1:
+        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+        return
+    import os
+
+    from tools.execution import dask_settings, start_local_cluster
+
+    os.environ["RESEARCH_MCP_HOST"], os.environ["RESEARCH_MCP_PORT"] = host, str(port)
+    if dask_settings().scheduler is None and dask_settings().mode != "inline":
+        os.environ["RESEARCH_MCP_DASK_SCHEDULER"] = start_local_cluster()
+    uvicorn.run("server.http:app_from_environment", factory=True, workers=workers, host=host, port=port,
+                log_level="warning", lifespan="on")

@@ -10,7 +10,7 @@ from mcp.types import SamplingMessage, TextContent
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tools.errors import UpstreamError
-from tools.llm import ChatModel, Completion, Message, OpenAIChat
+from tools.llm import ChatModel, Completion, EmbeddedChat, Message, OpenAIChat
 from tools.settings import get_settings
 
 
@@ -55,14 +55,17 @@ class SamplingChat:
 
 
 def chat_model_for(ctx: Context) -> ChatModel | None:
-    """The configured endpoint if any, else the client's model when it offers sampling, else None.
+    """The configured endpoint if any, else the client's model when it offers sampling, else the embedded model.
 
-    Sampling needs a server-to-client back-channel, which handshake-era connections have; on newer
-    connections a method making many model calls cannot use it, so an endpoint must be configured.
+    Sampling needs a server-to-client back-channel, which handshake-era connections have. None means
+    no model may be used (the embedded model switched off with RESEARCH_MCP_LLM_EMBEDDED=false).
     """
-    if get_settings().llm.configured:
+    settings = get_settings().llm
+    if settings.configured:
         return OpenAIChat.from_settings()
     caps = ctx.client_capabilities
     if caps is not None and caps.sampling is not None and ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
         return SamplingChat(ctx)
+    if settings.embedded:
+        return EmbeddedChat(settings)
     return None

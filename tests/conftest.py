@@ -30,12 +30,43 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("RESEARCH_MCP_OUTPUT_DIR", str(out))
     monkeypatch.setenv("RESEARCH_MCP_ROOTS", f'["{tmp_path}", "{REPO}"]')
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "RESEARCH_MCP_LLM_BASE_URL",
-                "RESEARCH_MCP_LLM_API_KEY", "RESEARCH_MCP_LLM_MODEL", "RESEARCH_MCP_TOKEN"):
+                "RESEARCH_MCP_LLM_API_KEY", "RESEARCH_MCP_LLM_MODEL", "RESEARCH_MCP_TOKEN",
+                "RESEARCH_MCP_LLM_EMBEDDED_URL"):
         monkeypatch.delenv(var, raising=False)
+    # Tests that want the embedded model ask for the `embedded_llm` fixture; the rest see "no model".
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED", "false")
     reload_settings()
     yield out
     monkeypatch.undo()
     reload_settings()
+
+
+@pytest.fixture(scope="session")
+def embedded_server() -> Iterator[str]:
+    """The embedded model's server for the whole test session, started on demand by the real launcher."""
+    from tools.embedded.launcher import default_state_file, ensure_local_endpoint, running_endpoint
+
+    reload_settings()
+    before = running_endpoint()
+    url = ensure_local_endpoint()
+    yield url
+    if before is None:
+        import json
+        import signal
+
+        try:
+            os.kill(int(json.loads(default_state_file().read_text())["pid"]), signal.SIGTERM)
+        except (OSError, ValueError, KeyError):
+            pass
+
+
+@pytest.fixture
+def embedded_llm(embedded_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test may use the embedded model (no endpoint configured); returns its base URL."""
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED", "true")
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_URL", embedded_server)
+    reload_settings()
+    return embedded_server
 
 
 def free_port() -> int:
@@ -47,6 +78,7 @@ def free_port() -> int:
 def server_env(**extra: str) -> dict[str, str]:
     """The environment for a server subprocess: this interpreter's, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RESEARCH_MCP_LLM"))}
+    env["RESEARCH_MCP_LLM_EMBEDDED"] = "false"
     env.update(extra)
     return env
 

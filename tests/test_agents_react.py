@@ -119,12 +119,12 @@ async def test_agent_over_http_with_a_bearer_token(endpoint, tmp_path: Path, iso
     task = ndvi_task()
     endpoint.holder["rule"] = Oracle([task], styles=("goal",))
     port = free_port()
-    env = server_env(RESEARCH_MCP_TOKEN="s3cret-token", RESEARCH_MCP_OUTPUT_DIR=str(isolated_settings),
+    env = server_env(RESEARCH_MCP_TOKEN="0123456789abcdef" * 3, RESEARCH_MCP_OUTPUT_DIR=str(isolated_settings),
                      RESEARCH_MCP_ROOTS=json.dumps([str(tmp_path), str(REPO)]))
     proc = start_http_server(port, env)
     try:
         r = await ask(task.question("goal"), target=ServerTarget(url=f"http://127.0.0.1:{port}/mcp",
-                                                                 token="s3cret-token"), approval="no")
+                                                                 token="0123456789abcdef" * 3), approval="no")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -65,3 +65,58 @@ def test_perturbed_trajectories_move_each_metric_the_way_it_is_defined(tmp_path:
     assert skip["accuracy"] == 1.0
     # NDWI where NDVI was asked: the right tools in the right order, a wrong argument, a wrong answer
     assert wrong["exact_match"] == 1.0 and wrong["parameter"] == 0.0 and wrong["accuracy"] == 0.0
+
+
+def test_agent_survives_a_model_that_calls_no_tool_an_unknown_tool_or_sends_broken_arguments(
+        monkeypatch, isolated_settings: Path):
+    import json
+
+    import anyio
+
+    from agents.connection import ServerTarget
+    from agents.model import chat_model
+    from agents.react import ask
+    from agents.runner import open_session
+    from evals.scripted_endpoint import ScriptedLLM
+    from tools.settings import get_settings
+
+    replies = {
+        "none": "The mean is probably about 0.3.",
+        "unknown": {"content": None, "tool_calls": [{"function": {"name": "eo_make_coffee", "arguments": {"cups": 2}}}]},
+        "broken": {"content": None, "tool_calls": [{"function": {"name": "eo_statistics",
+                                                                  "arguments": '{"raster": "sample://x.tif", '}}]},
+    }
+
+    def rule(body: dict) -> str | dict:
+        kind = next(k for k in replies if f"[{k}]" in body["messages"][1]["content"])
+        if any(m.get("role") == "tool" for m in body["messages"]):
+            return "Answer: unknown" if kind == "unknown" else ""
+        return replies[kind]
+
+    async def go(url: str) -> dict:
+        model = chat_model(get_settings().llm.model_copy(update={"base_url": url, "model": "scripted"}))
+        out = {}
+        async with open_session(ServerTarget()) as session:
+            for kind in replies:
+                out[kind] = await ask(f"[{kind}] What is the mean NDVI?", session=session, thread_id=f"bad-{kind}",
+                                      approval="yes", max_steps=4, model=model)
+        return out
+
+    with ScriptedLLM(rule) as llm:
+        runs = anyio.run(go, llm.base_url)
+    for kind, r in runs.items():
+        assert r.status == "done", kind
+        trace = json.loads(r.trace_path.read_text())
+        assert trace["tool_calls"] == [] and r.executed == []  # nothing ran
+        runs[kind] = (r, trace["messages"])
+    r, msgs = runs["none"]
+    assert r.answer == "The mean is probably about 0.3." and not any("tool_calls" in m for m in msgs)
+    r, msgs = runs["unknown"]
+    assert r.answer == "Answer: unknown"
+    tool_msgs = [m for m in msgs if m["type"] == "tool"]
+    assert tool_msgs and "eo_make_coffee is not a valid tool" in tool_msgs[0]["content"]
+    assert "eo_statistics" in tool_msgs[0]["content"]  # the error lists the tools that exist
+    r, msgs = runs["broken"]
+    bad = [c for m in msgs for c in m.get("invalid_tool_calls", [])]
+    assert bad and bad[0]["name"] == "eo_statistics" and bad[0]["args"] == '{"raster": "sample://x.tif", '
+    assert r.answer.startswith("Stopped: the model called eo_statistics") and "not valid JSON" in r.answer

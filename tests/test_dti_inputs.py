@@ -2,14 +2,18 @@
 
 import csv
 
+import numpy as np
 import pytest
 from rdkit import Chem
 
-from tools.dti.chem import check_protein, parse_smiles, try_parse_smiles
+from evals.dti.data import SHARED
+from tools.dti.chem import INORGANIC_NOTE, check_protein, clean_protein, parse_smiles, try_parse_smiles
 from tools.dti.files import read_molecules, read_pairs, write_csv, write_sdf
 from tools.errors import InvalidInput, LimitExceeded
 from tools.paths import sample_path
 from tools.settings import reload_settings
+
+HUMAN_COLD_VAL = SHARED / "drugban/datasets/human/cold/val.csv"
 
 
 @pytest.fixture
@@ -48,7 +52,7 @@ def test_salt_stripped_keeps_largest_organic_fragment_and_says_so():
         ("c1cccc1", "sanitization failed"),
         ("CC(C)(C)(C)C", "sanitization failed"),
         ("", "Empty SMILES"),
-        ("[Na+].[Cl-]", "no organic"),
+        ("[2H]", "no heavy atoms"),
         ("CC O", "whitespace"),
         ("xyz", "could not be parsed"),
     ],
@@ -73,8 +77,8 @@ def test_protein_checks():
     assert check_protein("MKTAYIAKXXQRQISF") == "MKTAYIAKXXQRQISF"
     with pytest.raises(InvalidInput, match="Empty protein"):
         check_protein("   ")
-    with pytest.raises(InvalidInput, match=r"'B', 'J'.*position 4"):
-        check_protein("MKTBAYIAKJQRQ")
+    with pytest.raises(InvalidInput, match=r"'1', '@'.*position 4"):
+        check_protein("MKT1AYIAK@QRQ")
     with pytest.raises(InvalidInput, match="nucleotide"):
         check_protein("ATGGCGTACGTTAGCATGCATGCAAT")
     with pytest.raises(InvalidInput, match="FASTA"):
@@ -144,3 +148,57 @@ def test_write_csv_and_sdf_round_trip(tmp_path):
     assert [m.GetProp("_Name") for m in mols] == ["m1", "m2"]
     assert [float(m.GetProp("score")) for m in mols] == [0.5, 0.25]
     assert Chem.MolToSmiles(mols[1]) == "c1ccccc1"
+
+
+@pytest.mark.parametrize(
+    ("smiles", "kept", "notes"),
+    [
+        ("[Mg+2]", "[Mg+2]", [INORGANIC_NOTE]),
+        ("[Zn]", "[Zn]", [INORGANIC_NOTE]),
+        ("O.O.[Zn]", "[Zn]", ["hydrate: removed 2 water", INORGANIC_NOTE]),
+        ("O.[Hg].[Hg]", "[Hg]", ["hydrate: removed 1 water", "kept one of 2 identical fragments [Hg]", INORGANIC_NOTE]),
+        ("Cl[Pt]Cl", "Cl[Pt]Cl", [INORGANIC_NOTE]),
+        ("[Na+].[Cl-]", "[Cl-].[Na+]", ["inorganic mixture/salt: scored as a whole", INORGANIC_NOTE]),
+        ("CC(=O)O.O", "CC(=O)O", ["hydrate: removed 1 water"]),
+        ("O", "O", [INORGANIC_NOTE]),  # water alone is the species, not a hydrate
+    ],
+)
+def test_inorganic_and_hydrates_are_scored_with_notes(smiles, kept, notes):
+    p = parse_smiles(smiles)
+    assert p.smiles == Chem.MolToSmiles(Chem.MolFromSmiles(kept))
+    assert p.note == "; ".join(notes)
+
+
+def test_nonstandard_residues_are_mapped_and_noted():
+    seq, note = clean_protein("mktuayiakoqrqbzjx")
+    assert seq == "MKTCAYIAKKQRQXXXX"
+    assert note == (
+        "protein residues mapped: 1 selenocysteine U -> C, 1 pyrrolysine O -> K, 1 Asx (D or N) B -> X, "
+        "1 Glx (E or Q) Z -> X, 1 Xle (L or I) J -> X"
+    )
+    assert clean_protein("MKTAYIAKQRQISF") == ("MKTAYIAKQRQISF", None)
+    # a selenoprotein is read as its cysteine form: identical features
+    from tools.dti.features import protein_features
+
+    u = "MKTAYIAKQRQU" + "ISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAV" * 3 + "UCG"
+    c = u.replace("U", "C")
+    assert clean_protein(u)[0] == c
+    np.testing.assert_array_equal(protein_features(clean_protein(u)[0])[1], protein_features(c)[1])
+
+
+@pytest.mark.skipif(not HUMAN_COLD_VAL.exists(), reason="DrugBAN Human files are not beside the repository")
+def test_real_human_rows_with_metals_and_selenocysteine_pass_the_checks():
+    from tools.dti.chem import try_check_protein
+
+    with open(HUMAN_COLD_VAL) as fh:
+        rows = list(csv.DictReader(fh))
+    metal = [r for r in rows if r["SMILES"] in ("O.[Hg].[Hg]", "[90Sr+2]")]
+    seleno = [r for r in rows if "U" in r["Protein"]]
+    assert len(metal) == 2 and len(seleno) == 1
+    for r in metal:
+        p, err = try_parse_smiles(r["SMILES"])
+        assert err is None and INORGANIC_NOTE in p.note
+    seq, err = try_check_protein(seleno[0]["Protein"])
+    assert err is None and "U" not in seq and len(seq) == len(seleno[0]["Protein"])
+    # every row of the file now passes both checks (before, 14 of 155 were refused)
+    assert all(try_parse_smiles(r["SMILES"])[1] is None and try_check_protein(r["Protein"])[1] is None for r in rows)

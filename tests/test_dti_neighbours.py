@@ -9,7 +9,16 @@ from rdkit import Chem, DataStructs
 from rdkit.Chem import rdFingerprintGenerator
 
 from tools.dti.neighbours import FEATURE_NAMES, NeighbourIndex, kmer_profiles, tanimoto
-from tools.dti.train import Pairs, TrainConfig, build_tables, fit, load_checkpoint, predict, save_checkpoint
+from tools.dti.train import (
+    Pairs,
+    TrainConfig,
+    build_tables,
+    fit,
+    load_checkpoint,
+    predict,
+    predict_parts,
+    save_checkpoint,
+)
 
 DRUGS = ["CC(=O)Oc1ccccc1C(=O)O", "CC(=O)Nc1ccc(O)cc1", "c1ccccc1O", "CCN(CC)CC", "OC(=O)c1ccccc1O"]
 P1 = (
@@ -137,10 +146,13 @@ def test_ensemble_with_neighbourhood_round_trips_and_averages_members(tmp_path):
     model, _ = fit(tables, Pairs(di, pi, y), cfg)
     assert len(model.members) == 2 and model.neighbours is not None
     p = predict(model, tables, di, pi)
+    pn, pb = predict_parts(model, tables, di, pi)
     members = []
     for m in model.members:
         members.append(predict(m, tables, di, pi))
-    assert np.allclose(p, np.mean(members, axis=0), atol=1e-6)
+    assert np.allclose(pn, np.mean(members, axis=0), atol=1e-6)
+    # the score blends the networks' mean with the boosted member by the model's weight
+    assert model.boost_weight == 0.5 and np.allclose(p, 0.5 * pn + 0.5 * pb, atol=1e-12)
     back, _ = load_checkpoint(save_checkpoint(model, tmp_path / "e.pt", {"name": "e"}))
     assert back.neighbours is not None and len(back.neighbours.y) == len(y)
     assert np.allclose(predict(back, tables, di, pi), p, atol=2e-2)

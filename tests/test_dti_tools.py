@@ -7,13 +7,18 @@ import numpy as np
 import pytest
 from rdkit import Chem
 
+from evals.dti.data import SHARED
 from tools.dti.catalog import TOOLS
+from tools.dti.provenance import file_sha256
+from tools.dti.registry import SHIPPED, WEIGHTS_DIR
 from tools.dti.scoring import PairIn, dti_explain, dti_featurize, dti_score, dti_screen, dti_validate
 from tools.dti.training import dti_model_card, dti_train
 from tools.errors import Cancelled, InvalidInput, LimitExceeded, NotFound
 from tools.paths import sample_path
 from tools.progress import Progress
 from tools.settings import reload_settings
+
+HUMAN_COLD_VAL = SHARED / "drugban/datasets/human/cold/val.csv"
 
 
 @pytest.fixture(autouse=True)
@@ -94,6 +99,13 @@ def test_score_batch_reports_bad_rows_and_scores_the_rest():
     assert one == pytest.approx(s[0].score, abs=1e-6)
 
 
+def test_score_honours_a_cancel_between_blocks():
+    p = Progress()
+    p.cancel()
+    with pytest.raises(Cancelled):
+        dti_score(pairs=[PairIn(smiles="CCO", protein=_target())], progress=p)
+
+
 def test_score_file_and_missing_columns(tmp_path):
     r = dti_score(path="sample://dti/bindingdb_pairs_test.csv")
     assert r.scored + r.rejected == 49 and r.scores_csv
@@ -154,6 +166,9 @@ def test_train_cancel_and_card(tmp_path):
     assert progress_seen and any("fine-tuning" in (m or "") for _, _, m in progress_seen)
     card = dti_model_card("bdb_small")
     assert card.card.name == "bdb_small" and "bdb_small" in card.available_models
+    (f,) = card.card.training_files  # the card names the training file by content
+    assert f["sha256"] == file_sha256(sample_path("dti/bindingdb_pairs_train.csv")) and f["rows"] == 172
+    assert f["pairs"] == res.pairs_used and f["held_out_pairs"] == res.test_pairs
     assert dti_score(pairs=[PairIn(smiles="CCO", protein=_target())], model="bdb_small").scored == 1
     p = Progress()
     calls = []
@@ -174,7 +189,51 @@ def test_train_cancel_and_card(tmp_path):
 def test_shipped_model_card():
     c = dti_model_card().card
     assert c.name == "default" and len(c.modalities) >= 4 and c.metrics
-    assert all("auroc" in v for v in c.metrics.values())
+    assert all("overlap_with_training" in v for v in c.metrics.values())
+    assert any("auroc" in v for v in c.metrics.values())
+
+
+@pytest.mark.parametrize("name", list(SHIPPED))
+def test_every_shipped_model_states_its_training_files(name):
+    card = dti_model_card(name)
+    assert set(SHIPPED) <= set(card.available_models)
+    c = card.card
+    assert c.name == name and c.training_files
+    for f in c.training_files:
+        assert f["pairs"] > 0 and len(f["sha256"]) == 64
+        local = SHARED / f["file"]  # paths relative to the shared DTI data folder
+        if local.exists():  # the file the card names is the one here, byte for byte
+            assert file_sha256(local) == f["sha256"]
+    assert (WEIGHTS_DIR / SHIPPED[name]).stat().st_size < 10e6
+    for label, m in c.metrics.items():  # every reported figure comes with its overlap with the training pairs
+        ov = m["overlap_with_training"]
+        assert {"shared_pairs", "shared_drugs", "shared_targets"} <= set(ov)
+        if ov["shared_pairs"] or ov["shared_drugs"] or ov["shared_targets"]:
+            assert any(w.startswith(label) for w in c.overlap_warnings)
+
+
+def test_human_random_model_warns_about_human_cold():
+    c = dti_model_card("human_random").card
+    assert any("human cold val" in w and "shares" in w for w in c.overlap_warnings)
+    assert any("'human_cold' only" in w for w in c.overlap_warnings)
+    cold = dti_model_card("human_cold").card.metrics["human cold val"]
+    assert cold["overlap_with_training"]["shared_pairs"] == 0 and cold["overlap_with_training"]["shared_targets"] == 0
+
+
+@pytest.mark.skipif(not HUMAN_COLD_VAL.exists(), reason="DrugBAN Human files are not beside the repository")
+def test_real_metal_and_selenoprotein_rows_are_scored_with_notes():
+    with open(HUMAN_COLD_VAL) as fh:
+        rows = list(csv.DictReader(fh))
+    picked = [next(r for r in rows if r["SMILES"] == smi) for smi in ("O.[Hg].[Hg]", "[90Sr+2]")]
+    picked += [r for r in rows if "U" in r["Protein"]]
+    pairs = [PairIn(smiles=r["SMILES"], protein=r["Protein"]) for r in picked]
+    got = {m: dti_score(pairs=pairs, model=m) for m in ("default", "human_cold")}
+    for r in got.values():
+        assert r.scored == 3 and r.rejected == 0
+        assert "inorganic" in r.scores[0].note and r.scores[0].smiles == "[Hg]"
+        assert "selenocysteine U -> C" in r.scores[2].note
+    assert got["default"].model == "default" and got["human_cold"].model == "human_cold"
+    assert [s.score for s in got["default"].scores] != [s.score for s in got["human_cold"].scores]
 
 
 @pytest.mark.anyio

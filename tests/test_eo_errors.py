@@ -12,7 +12,9 @@ from rasterio.transform import from_origin
 
 from tools.eo import api
 from tools.errors import AccessDenied, Cancelled, InvalidInput, NotFound
+from tools.paths import SAMPLE_DIR
 from tools.progress import Progress
+from tools.settings import get_settings
 
 
 def write(path: Path, data: np.ndarray, crs: str = "EPSG:32633", res: float = 30.0, nodata: float | None = None) -> str:
@@ -27,8 +29,8 @@ def test_missing_band_named_in_message(tmp_path: Path) -> None:
     folder = tmp_path / "partial"
     folder.mkdir()
     for b in (3, 4):  # no NIR
-        (folder / f"l8_B{b}.tif").write_bytes(Path(api.SAMPLE_DIR, "eo/landsat8_c1_l1t", f"l8_B{b}.tif").read_bytes())
-    (folder / "l8_MTL.txt").write_text(Path(api.SAMPLE_DIR, "eo/landsat8_c1_l1t/l8_MTL.txt").read_text())
+        (folder / f"l8_B{b}.tif").write_bytes(Path(SAMPLE_DIR, "eo/landsat8_c1_l1t", f"l8_B{b}.tif").read_bytes())
+    (folder / "l8_MTL.txt").write_text(Path(SAMPLE_DIR, "eo/landsat8_c1_l1t/l8_MTL.txt").read_text())
     with pytest.raises(InvalidInput, match=r"NDVI needs band N \(Near-Infrared"):
         api.eo_spectral_index(str(folder), "NDVI")
 
@@ -103,4 +105,4 @@ def test_cancellation_stops_between_blocks(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(Cancelled):
         api.eo_spectral_index("sample://eo/landsat8_c1_l1t", "NDVI", quicklook=False, progress=progress)
     assert 3 <= max(seen) < 25  # 25 blocks of 128 px: stopped early
-    assert not list(Path(api.get_settings().output_dir).glob("NDVI-*.tif"))
+    assert not list(Path(get_settings().output_dir).glob("NDVI-*.tif"))

@@ -86,8 +86,8 @@ def test_catalogue_coverage_is_reported() -> None:
     s2 = api.eo_describe_scene("sample://eo/sentinel2_l1c")
     assert l8.catalogue_size == total == 280
     # Only SAR (VV/VH/HH/HV), WorldView/MODIS-only bands (Y, G1) and a constant without default (PAR) remain.
-    computable = set(indices.search(available=set(api._open(str(L8)).by_symbol()) | set(
-        api._open(str(S2)).by_symbol()), computable_only=True))
+    computable = set(indices.search(available=set(api.load_scene(str(L8)).by_symbol()) | set(
+        api.load_scene(str(S2)).by_symbol()), computable_only=True))
     left = [n for n in indices.catalogue() if n not in computable]
     for name in left:
         missing = indices.entry(name, SYMBOLS)["missing"]
@@ -98,7 +98,7 @@ def test_catalogue_coverage_is_reported() -> None:
 
 
 def test_every_landsat_computable_index_evaluates() -> None:
-    sc = api._open("sample://eo/landsat8_c1_l1t")
+    sc = api.load_scene("sample://eo/landsat8_c1_l1t")
     available = sc.by_symbol()
     rng = np.random.default_rng(0)
     arrays = {s: rng.uniform(0.05, 0.5, (4, 4)) for s in available}

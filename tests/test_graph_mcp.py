@@ -42,7 +42,7 @@ async def test_list_and_solve_through_mcp():
         ({"task": "cycle", "text": "x", "text_format": "yaml"}, "Unknown serialization format"),
         ({"task": "bfsorder", "graph": {"edges": [[0, 1]]}, "source": 5}, "not in the graph"),
         ({"task": "cycle", "graph": {"nodes": [], "edges": []}}, "empty"),
-        ({"task": "cycle", "graph": {"edges": [[0, "b"]]}}, "not an integer"),
+        ({"task": "cycle", "graph": {"edges": [[0, "b c"]]}}, "not an integer or a name"),
         ({"task": "cycle", "graph": {"edges": [[0, 1.5]]}}, "not an integer"),
         ({"task": "no_such_task", "graph": {"edges": [[0, 1]]}}, "Unknown task"),
         ({"task": "max_clique", "graph": {"edges": [[i, i + 1] for i in range(60)]}}, "MAX_NODES_NP_HARD"),

@@ -88,7 +88,7 @@ def test_names_invert():
         ("<graphml><graph>", "graphml", InvalidInput),
         ("{(0, 0)}", "edge_set", InvalidInput),  # self-loop
         ("[(0, 1), (1, 0)]", "edge_list", InvalidInput),  # repeated undirected edge
-        ("[('a', 1)]", "edge_list", InvalidInput),
+        ("[('a b', 1)]", "edge_list", InvalidInput),
         ("{0: {1}}", "no_such_format", NotFound),
         ("   ", "edge_list", InvalidInput),
         ("G describes a graph among 0, 1.\nIn this graph:\nNode 0 is connected to nodes x.", "incident",

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from tools.errors import InvalidInput
-from tools.nid.api import nid_blind_filter
 from tools.nid.blind import blind_filter
+from tools.nid.identifier_tools import nid_blind_filter
 
 WRONG = {"tweets": "lower", "eth_tokens": "lower", "jsonlite_md5": "upper", "opacus_git_log": "upper"}
 

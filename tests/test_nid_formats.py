@@ -113,6 +113,14 @@ SAMPLES = {
     "tco": "AbC123xyZ9",
     "uuid": "123E4567-E89B-42D3-A456-426614174000",
     "sri": "oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC",
+    "bitly": "2zMX0hm",
+    "goo_gl": "uf6Tvh",
+    "tinyurl": "2p8r3x5b",
+    "owly": "4nFs50RCsVl",
+    "isgd": "Xy12Ab",
+    "buffly": "3aBcD9e",
+    "aws_access_key": "AKIAQ3EGRUVJBXMZK7WL",
+    "uuid_hex": "123e4567e89b42d3a456426614174000",
 }
 
 
@@ -167,3 +175,78 @@ def test_context_never_cuts_identifier(pre: str, post: str, p: int, s: int) -> N
                                       suffix_chars=s)
     assert own.identifier == nid and others[0].text == ctx.text
     assert re.sub(gid, nid, others[0].text, count=1) == own.text or gid in pre + post
+
+
+def test_short_links_and_access_keys_detected() -> None:
+    text = ("see https://bit.ly/2zMX0hm, http://goo.gl/maps/AbCd12EfGh3 and tinyurl.com/2p8r3x5b; ow.ly/4nFs50RCsVl, "
+            "https://is.gd/Xy12Ab, buff.ly/3aBcD9e, j.mp/2AbC9xY, https://t.co/AbC123xyZ9 "
+            "aws_access_key_id = AKIAQ3EGRUVJBXMZK7WL and ASIA2B3CDEFGH4IJKLMN")
+    found = [(d.type, d.value) for d in find_nids(text, plausible_only=True)]
+    assert found == [("bitly", "2zMX0hm"), ("goo_gl", "AbCd12EfGh3"), ("tinyurl", "2p8r3x5b"),
+                     ("owly", "4nFs50RCsVl"), ("isgd", "Xy12Ab"), ("buffly", "3aBcD9e"), ("bitly", "2AbC9xY"),
+                     ("tco", "AbC123xyZ9"), ("aws_access_key", "AKIAQ3EGRUVJBXMZK7WL"),
+                     ("aws_access_key", "ASIA2B3CDEFGH4IJKLMN")]
+
+
+def test_short_link_and_key_false_positives() -> None:
+    # vanity names, custom aliases, look-alike hosts, codes running on, and non-base32 key characters
+    text = ("http://bit.ly/JET8_videos bit.ly/python tinyurl.com/my-alias tinyurl.com/abcdefg abit.ly/2zMX0hm "
+            "xbit.ly/2zMX0hm bit.ly/2zMX0hm/extra bit.ly/2zMX0hm-promo AKIAQ3EGRUVJBXMZK7W1 AKIAQ3EGRUVJBXMZK7WLX "
+            "XAKIAQ3EGRUVJBXMZK7WL akiaq3egruvjbxmzk7wl AKIA1234567890ABCDEF")
+    assert find_nids(text, plausible_only=True) == []
+    example = find_nids("AWS docs: AKIAIOSFODNN7EXAMPLE", ["aws_access_key"])
+    assert [(d.value, d.plausible) for d in example] == [("AKIAIOSFODNN7EXAMPLE", False)]
+    # the real token list: 6 of its 7 short links are service codes, one (JET8_videos) a vanity name
+    docs = load_documents("eth_tokens")
+    codes = {d.value for doc in docs for d in find_nids(doc, ["bitly", "goo_gl"], plausible_only=True)}
+    assert codes == {"2zMX0hm", "2J0NHxT", "2yiWRE4", "uf6Tvh", "VhHEoA", "EJZTX6"}
+
+
+def test_aws_key_gids_keep_prefix_and_first_half() -> None:
+    for nid in ("AKIAQ3EGRUVJBXMZK7WL", "ASIAJ3EGRUVJBXMZK7WL"):
+        gids = generate_gids(nid, "aws_access_key", 300, seed=1)
+        assert all(g[:4] == nid[:4] and len(g) == 20 for g in gids)
+        half = "QRSTUVWXYZ234567" if nid[4] in "QRSTUVWXYZ234567" else "ABCDEFGHIJKLMNOP"
+        assert {g[4] for g in gids} == set(half)
+        assert set("".join(g[5:] for g in gids)) == set("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+
+
+def test_undashed_uuid_is_ambiguous_with_md5() -> None:
+    import uuid
+
+    from scipy import stats
+
+    from tools.nid.formats import ambiguous_types, is_uuid_hex
+
+    values = [uuid.uuid4().hex for _ in range(50)]
+    for v in values:
+        (d,) = find_nids(f"id {v} end")
+        assert d.type == "md5" and d.ambiguous_with == ("uuid_hex",)
+        assert classify(v) == ["md5", "uuid_hex"]
+        # GIDs do not depend on which reading is named, and keep the UUID nibbles
+        gids = generate_gids(v, "md5", 20)
+        assert gids == generate_gids(v, "uuid_hex", 20)
+        assert all(is_uuid_hex(g) and g[12] == v[12] for g in gids)
+    digest = hashlib.md5(b"q").hexdigest()
+    assert not is_uuid_hex(digest) and find_nids(digest)[0].ambiguous_with == ()
+    assert ambiguous_types(digest, "md5") == []
+    # random digests read as a UUID with probability 8/16 * 4/16 = 1/8 (version 1-8, variant 8-b)
+    digests = [hashlib.md5(str(i).encode()).hexdigest() for i in range(4000)]
+    k = sum(is_uuid_hex(x) for x in digests)
+    assert stats.binomtest(k, len(digests), 1 / 8).pvalue > 0.001
+    # GIDs of a plain digest stay uniform hex: about 1/8 of them are UUID-shaped too
+    plain = generate_gids(digest, "md5", 4000)
+    assert stats.binomtest(sum(is_uuid_hex(g) for g in plain), 4000, 1 / 8).pvalue > 0.001
+
+
+def test_detect_tool_says_when_a_type_is_ambiguous() -> None:
+    from tools.nid.identifier_tools import nid_detect, nid_generate
+
+    digest = hashlib.md5(b"q").hexdigest()  # version nibble 0: not a UUID
+    r = nid_detect(text=f"request 123e4567e89b42d3a456426614174000 and {digest} done")
+    amb = {i.value: i.ambiguous_with for i in r.identifiers}
+    assert amb == {"123e4567e89b42d3a456426614174000": ["uuid_hex"], digest: []}
+    assert r.ambiguous == 1 and r.note and "undashed UUID" in r.note
+    assert nid_detect(text=f"just {digest}").note is None
+    g = nid_generate("123e4567e89b42d3a456426614174000", n=3)
+    assert g.type == "md5" and g.ambiguous_with == ["uuid_hex"]

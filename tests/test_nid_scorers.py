@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import threading
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tools.errors import InvalidInput, NotConfigured
+from tools.errors import InvalidInput
 from tools.nid.bytelm import ByteLMConfig
 from tools.nid.contexts import Context, make_context
 from tools.nid.scorers import ByteLMScorer, CompletionsScorer, open_model
@@ -87,12 +86,14 @@ def test_shared_prefix_pass_equals_plain_forward(tiny_model: Path) -> None:
     sets = [candidate_set(f"id {i}: {hashlib_hex(i)} ok", 7, 39, "md5", 5) for i in range(3)]
     sets.append(candidate_set("x serialVersionUID = 1234567890123456789L;", 21, 41, "serial_version_uid", 5))
     ctxs = [c for s in sets for c in s.contexts(16, 4)]
-    grouped = sc.token_stats(ctxs, batch_size=4)
     plain = [sc.token_stats([c], batch_size=1)[0] for c in ctxs]
-    for g, p in zip(grouped, plain, strict=True):
-        assert len(g) == len(p) > 0
-        for field in ("logp", "mu", "sigma", "max_other"):
-            np.testing.assert_allclose(getattr(g, field), getattr(p, field), atol=1e-5)
+    # batch 4: one prefix a call; batch 64: the three md5 groups (equal lengths) share one call
+    for batch in (4, 64):
+        grouped = sc.token_stats(ctxs, batch_size=batch)
+        for g, p in zip(grouped, plain, strict=True):
+            assert len(g) == len(p) > 0
+            for field in ("logp", "mu", "sigma", "max_other"):
+                np.testing.assert_allclose(getattr(g, field), getattr(p, field), atol=1e-5)
 
 
 class _Completions:
@@ -103,6 +104,7 @@ class _Completions:
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
+        self.headers: list[dict[str, str]] = []
 
     def __enter__(self) -> _Completions:
         outer = self
@@ -116,6 +118,7 @@ class _Completions:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 outer.requests.append(body)
+                outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                 prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
                 choices = []
                 for i, p in enumerate(prompts):
@@ -191,18 +194,42 @@ def test_model_paths_that_are_not_causal_lms(tmp_path: Path) -> None:
         open_model(empty)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is not None, reason="transformers is installed")
-def test_hf_causal_lm_needs_transformers(tmp_path: Path) -> None:
-    gpt = tmp_path / "gpt2"
-    gpt.mkdir()
-    (gpt / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"}))
-    with pytest.raises(NotConfigured, match="transformers"):
-        open_model(gpt)
+SECRET = "sk-server-secret-0123456789"
 
 
-def test_nid_score_through_an_endpoint(completions: _Completions) -> None:
-    from tools.nid.api import nid_score
+def _configure(monkeypatch: pytest.MonkeyPatch, base_url: str, allowed: list[str]) -> None:
+    from tools.settings import reload_settings
 
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("RESEARCH_MCP_ALLOWED_ENDPOINTS", json.dumps(allowed))
+    reload_settings()
+
+
+def test_caller_endpoint_is_refused_unless_allowed_and_never_gets_the_key(
+        completions: _Completions, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.errors import AccessDenied
+    from tools.nid.score_tool import nid_score
+
+    text = "md5 0d75e4c42f8c76d59b84cf3b3ac0420b here"
+    # the server is configured for another endpoint; the caller names the listener on 127.0.0.1
+    _configure(monkeypatch, "http://127.0.0.1:9/v1", [])
+    with pytest.raises(AccessDenied, match="RESEARCH_MCP_ALLOWED_ENDPOINTS"):
+        nid_score(endpoint=completions.base_url, endpoint_model="scripted", text=text, n_gids=2, recall=False)
+    assert completions.requests == []  # refused before any request
+    _configure(monkeypatch, "http://127.0.0.1:9/v1", [completions.base_url])
+    nid_score(endpoint=completions.base_url, endpoint_model="scripted", text=text, n_gids=2, recall=False)
+    assert completions.headers and all(SECRET not in v for h in completions.headers for v in h.values())
+    # the configured endpoint itself (endpoint='settings') does get the key: the check above can see one
+    _configure(monkeypatch, completions.base_url, [])
+    nid_score(endpoint="settings", endpoint_model="scripted", text=text, n_gids=2, recall=False)
+    assert completions.headers[-1]["authorization"] == f"Bearer {SECRET}"
+
+
+def test_nid_score_through_an_endpoint(completions: _Completions, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.nid.score_tool import nid_score
+
+    _configure(monkeypatch, "http://127.0.0.1:9/v1", [completions.base_url])
     text = "token 0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed and md5 0d75e4c42f8c76d59b84cf3b3ac0420b here"
     r = nid_score(endpoint=completions.base_url, endpoint_model="scripted", text=text, n_gids=3, recall=False)
     assert r.scorer == "endpoint:scripted" and r.n_nids == 2 and r.candidates_per_nid == 4
@@ -212,3 +239,76 @@ def test_nid_score_through_an_endpoint(completions: _Completions) -> None:
     # loss of the NID equals the scripted per-character log-probabilities' mean
     want = np.mean([-(ord(ch) % 7) / 4 - 0.1 for ch in "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"])
     assert feats[0, 0, 0] == pytest.approx(want)
+
+
+def _tiny_causal_lm():
+    """A randomly initialised two-layer Gemma 3 with a character-level fast tokenizer (no download)."""
+    import torch
+    from tokenizers import Tokenizer, models, processors
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast
+
+    chars = sorted(set("0123456789abcdefABCDEFxX:;=/.-_ \nidokcmtsLuerv"))
+    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, **{c: i + 4 for i, c in enumerate(chars)}}
+    # a few merged tokens, so identifier tokens may also cover context characters
+    for extra in ("ab", "12", " 0", "d:"):
+        vocab[extra] = len(vocab)
+    core = Tokenizer(models.WordPiece(vocab, unk_token="<unk>", max_input_chars_per_word=1000,
+                                      continuing_subword_prefix=""))
+    core.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", 2)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                  unk_token="<unk>")
+    torch.manual_seed(0)
+    cfg = Gemma3TextConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
+                           layer_types=["sliding_attention", "full_attention"], max_position_embeddings=256)
+    return Gemma3ForCausalLM(cfg).eval(), tok
+
+
+def test_transformers_scorer_equals_a_plain_forward_pass() -> None:
+    """Shared prefix caches, truncation after the identifier and head-only-where-needed change nothing."""
+    import torch
+
+    from tools.nid.pipeline import candidate_set
+    from tools.nid.scorers import HFScorer, _stats_from_logprobs
+
+    model, tok = _tiny_causal_lm()
+    sc = HFScorer(model, tok, "tiny")
+    sets = [candidate_set(f"id d: {hashlib_hex(i)} ok; x", 6, 38, "md5", 5) for i in range(3)]
+    ctxs = [c for s in sets for c in s.contexts(16, 4)] + [Context("ab12 cafe0 end", 5, 10)]
+    batched = sc.token_stats(ctxs, batch_size=4)
+    for ctx, got in zip(ctxs, batched, strict=True):
+        enc = tok(ctx.text, return_offsets_mapping=True, return_tensors="pt")
+        offs = enc.pop("offset_mapping")[0]
+        ids = enc["input_ids"][0]
+        keep = [t for t in range(1, len(ids)) if offs[t, 0] < ctx.end and offs[t, 1] > ctx.start]
+        assert len(keep) == len(got) > 0
+        with torch.inference_mode():
+            lsm = torch.log_softmax(model(input_ids=enc["input_ids"]).logits[0].float(), -1)
+        sel = torch.tensor(keep)
+        want = _stats_from_logprobs(lsm[sel - 1], ids[sel])
+        for field in ("logp", "mu", "sigma", "max_other"):
+            np.testing.assert_allclose(getattr(got, field), getattr(want, field), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_endpoint_and_transformers_log_probs_agree(embedded_llm: str) -> None:
+    """The embedded model through its OpenAI-compatible server and in-process: same tokens, log-probs within 1e-3."""
+    from openai import OpenAI
+
+    from tools.nid.scorers import CompletionsScorer, HFScorer
+
+    ctxs = [make_context("commit 4d0ebc84613d214fbfd37fbfd1390e3747a625ce\nDate: 2025", 7, 47, prefix_chars=7),
+            make_context("serialVersionUID = -8270183163158333422L;", 19, 40),
+            make_context("see https://bit.ly/2zMX0hm now", 19, 26)]
+    local = HFScorer.embedded()
+    mine = local.token_stats(ctxs, batch_size=8)
+    resp = OpenAI(base_url=embedded_llm, api_key="none").completions.create(
+        model="embedded", prompt=[c.text for c in ctxs], max_tokens=1, echo=True, logprobs=1, temperature=0.0)
+    for ctx, ch in zip(ctxs, sorted(resp.choices, key=lambda c: c.index), strict=True):
+        ids = local.tokenizer(ctx.text, add_special_tokens=True)["input_ids"]
+        want = [local.tokenizer.decode([i]) for i in ids[1:]]
+        assert list(ch.logprobs.tokens[: len(want)]) == want
+    remote = CompletionsScorer(embedded_llm, "embedded", top_logprobs=1).token_stats(ctxs)
+    for a, b in zip(mine, remote, strict=True):
+        assert len(a) == len(b) > 0
+        np.testing.assert_allclose(a.logp, b.logp, atol=1e-3)

@@ -9,16 +9,11 @@ import numpy as np
 import pytest
 
 from tools.errors import Cancelled, InvalidInput, NotFound
-from tools.nid.api import (
-    nid_blind_filter,
-    nid_dataset_inference,
-    nid_detect,
-    nid_dp_audit,
-    nid_generate,
-    nid_score,
-    nid_train_model,
-)
+from tools.nid.audit_tools import nid_dataset_inference, nid_dp_audit
+from tools.nid.identifier_tools import nid_blind_filter, nid_detect, nid_generate
 from tools.nid.keccak import is_checksum_address
+from tools.nid.score_tool import nid_score
+from tools.nid.train_tools import nid_train_model
 from tools.progress import Progress
 
 TEXT = ("deploy 0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed, see https://t.co/AbC123xyZ9 and "
@@ -132,3 +127,12 @@ async def test_nid_over_mcp(anyio_backend: str) -> None:
         assert bad.is_error and "alpha" in bad.content[0].text
         none = await c.call_tool("nid_detect", {"text": "no identifiers"})
         assert none.is_error and "no natural identifiers" in none.content[0].text
+
+
+def test_workflow_report_names_the_default_corpus() -> None:
+    from agents.workflows.nid import EXAMPLE, report
+
+    state = {"detected": {"unique": 180, "by_type": {"md5": 180}}, "scores": {"n_nids": 8}, "result": {}}
+    text = report(state)  # type: ignore[arg-type]
+    assert f"in {EXAMPLE['path']}." in text and "None" not in text.splitlines()[0]
+    assert "in /data/x.txt." in report({**state, "path": "/data/x.txt"})  # type: ignore[arg-type]

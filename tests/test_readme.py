@@ -42,7 +42,7 @@ def test_python_snippets_run() -> None:
         exec(compile(block, "README.md", "exec"), {})
 
 
-async def test_every_readme_call_succeeds() -> None:
+async def test_every_readme_call_succeeds(embedded_llm: str) -> None:
     async with Client(build_server(log_level="CRITICAL")) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         for tool, args in readme_calls():

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CreateMessageResult, TextContent
 from pydantic import BaseModel, Field
 
-from server.registry import adapt, annotations_for
+from server.registry import build_tool
 from server.sampling import chat_model_for
 from tools.errors import InvalidInput, LimitExceeded
 from tools.llm import ChatModel, Message, resolve_llm
@@ -72,12 +72,9 @@ async def demo_ask(question: Annotated[str, Field(description="A question.")], l
 
 
 def make_server() -> MCPServer:
-    server = MCPServer("test")
-    for fn, ro in ((demo_add, True), (demo_spin, True), (demo_crash, True), (demo_ask, False)):
-        spec = ToolSpec(fn, title=fn.__name__.replace("_", " "), read_only=ro, open_world=not ro)
-        server.add_tool(adapt(spec, chat_model_for), name=spec.name, title=spec.title,
-                        annotations=annotations_for(spec))
-    return server
+    specs = [ToolSpec(fn, title=fn.__name__.replace("_", " "), read_only=ro, open_world=not ro)
+             for fn, ro in ((demo_add, True), (demo_spin, True), (demo_crash, True), (demo_ask, False))]
+    return MCPServer("test", tools=[build_tool(spec, chat_model_for) for spec in specs])
 
 
 async def test_schema_hides_injected_parameters_and_keeps_descriptions() -> None:
@@ -87,7 +84,8 @@ async def test_schema_hides_injected_parameters_and_keeps_descriptions() -> None
     assert set(add.input_schema["properties"]) == {"a", "b"}
     assert add.input_schema["required"] == ["a"]
     assert add.input_schema["properties"]["a"]["description"] == "First addend, >= 0."
-    assert add.output_schema["properties"]["total"]["type"] == "integer"
+    assert add.input_schema["additionalProperties"] is False
+    assert add.output_schema is None  # results still carry structured content
     assert add.description.startswith("Add two integers")
     assert add.annotations.read_only_hint is True and add.annotations.destructive_hint is False
     assert set(tools["demo_ask"].input_schema["properties"]) == {"question"}

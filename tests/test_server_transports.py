@@ -20,8 +20,8 @@ pytestmark = pytest.mark.anyio
 
 # A call with a result checked against networkx by hand: the 5-cycle 0-1-2-3-4-0 has diameter 2.
 GOOD_CALL = ("graph_solve", {"task": "diameter", "graph": {"edges": [[0, 1], [1, 2], [2, 3], [3, 4], [4, 0]]}})
-BAD_CALL = ("graph_solve", {"task": "diameter", "graph": {"edges": [["a", "b"]]}})
-TOKEN = "s3cret-token-for-tests"
+BAD_CALL = ("graph_solve", {"task": "diameter", "graph": {"edges": [["a b", "c"]]}})
+TOKEN = "9f2c4e6a8b0d1f3a5c7e9b1d3f5a7c9e0b2d4f6a8c0e2b4d"  # openssl rand -hex 24
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -74,6 +74,30 @@ def test_http_refuses_a_wrong_or_missing_token(http_server) -> None:
         r = httpx.post(http_server, json=INIT, headers=MCP_HEADERS | headers, timeout=10)
         assert r.status_code == 401, headers
         assert "RESEARCH_MCP_TOKEN" in r.json()["error_description"]
+
+
+def test_http_bearer_scheme_is_case_insensitive(http_server) -> None:
+    for scheme in ("bearer", "BEARER", "BeArEr"):
+        r = httpx.post(http_server, json=INIT, headers=MCP_HEADERS | {"Authorization": f"{scheme} {TOKEN}"},
+                       timeout=10)
+        assert r.status_code == 200, scheme
+
+
+def test_http_refuses_two_authorization_headers(http_server) -> None:
+    for second in (f"Bearer {TOKEN}", "Bearer wrong"):
+        headers = [*MCP_HEADERS.items(), ("Authorization", f"Bearer {TOKEN}"), ("Authorization", second)]
+        r = httpx.post(http_server, json=INIT, headers=headers, timeout=10)
+        assert r.status_code in (400, 401), second
+        assert "one Authorization header" in r.json()["error_description"]
+
+
+def test_http_refuses_a_short_token_at_start_up() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "server", "serve", "--http", "--host", "127.0.0.1", "--port", str(free_port())],
+        env=server_env(RESEARCH_MCP_TOKEN="s3cret-but-short"), cwd=REPO, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "openssl rand -hex 24" in proc.stderr and "32" in proc.stderr
 
 
 def test_http_refuses_a_foreign_host_header(http_server) -> None:

@@ -68,6 +68,12 @@ class UpstreamError(ResearchError, RuntimeError):
     kind = "upstream_error"
 
 
+class Busy(ResearchError, RuntimeError):
+    """The server is at capacity for this kind of work; the same call may succeed when retried later."""
+
+    kind = "busy"
+
+
 class Cancelled(ResearchError):
     """The caller cancelled a long-running operation; partial work was discarded or saved as stated."""
 

@@ -3,7 +3,8 @@
 A method that needs a language model takes `llm: ChatModel | None = None`. Implementations:
 `OpenAIChat` (any OpenAI-compatible endpoint: OpenAI, vLLM, llama.cpp server, Ollama), the MCP
 layer's sampling model (the connected client's own model), and in tests a scripted HTTP endpoint that
-`OpenAIChat` talks to like any other. Configuration comes from the settings (`OPENAI_BASE_URL`,
+`OpenAIChat` talks to like any other, and `EmbeddedChat`, the embedded Gemma 3 270M served on
+127.0.0.1 (used when nothing else is configured). Configuration comes from the settings (`OPENAI_BASE_URL`,
 `OPENAI_API_KEY`, `OPENAI_MODEL` or their `RESEARCH_MCP_LLM_` forms), never from code.
 """
 
@@ -85,7 +86,8 @@ class OpenAIChat:
             raise NotConfigured(
                 "No LLM endpoint is configured.",
                 hint="Set OPENAI_BASE_URL (e.g. http://127.0.0.1:8080/v1 for a local vLLM, llama.cpp or Ollama "
-                "server) and/or OPENAI_API_KEY, and OPENAI_MODEL; or connect from a client that offers MCP sampling.",
+                "server) and/or OPENAI_API_KEY, and OPENAI_MODEL; or connect from a client that offers MCP sampling; "
+                "or allow the embedded model (RESEARCH_MCP_LLM_EMBEDDED=true).",
             )
         return cls(
             base_url=s.base_url,
@@ -149,7 +151,13 @@ class OpenAIChat:
                     f"after {self.max_retries} retries: {exc.message}",
                     hint="Check the model name, the key and the server's logs.",
                 ) from exc
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            except openai.APITimeoutError as exc:
+                raise UpstreamError(
+                    f"The LLM endpoint {self.base_url or 'api.openai.com'} did not answer within "
+                    f"{self.timeout_s:g} s ({self.max_retries} retries).",
+                    hint="Raise RESEARCH_MCP_LLM_TIMEOUT_S, send less text per call, or check the server's load.",
+                ) from exc
+            except openai.APIConnectionError as exc:
                 raise UpstreamError(
                     f"The LLM endpoint {self.base_url or 'api.openai.com'} could not be reached "
                     f"after {self.max_retries} retries ({type(exc).__name__}).",
@@ -166,6 +174,48 @@ class OpenAIChat:
         )
 
 
+class EmbeddedChat(OpenAIChat):
+    """The embedded Gemma 3 270M behind its local OpenAI-compatible server, started on first use.
+
+    Its replies name the model `gemma-3-270m (embedded)`, so every result says which model answered.
+    """
+
+    def __init__(self, settings: LLMSettings | None = None) -> None:
+        from tools.embedded.weights import MODEL_NAME
+
+        s = settings or get_settings().llm
+        super().__init__(base_url=None, api_key="embedded", model=MODEL_NAME, timeout_s=max(s.timeout_s, 600.0),
+                         max_retries=1, concurrency=1, temperature=s.temperature)
+        self.max_tokens_cap = s.embedded_max_tokens
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} (embedded)"
+
+    async def complete(self, messages: list[Message], **options) -> Completion:
+        if self.base_url is None:
+            import anyio.to_thread
+
+            from tools.embedded.launcher import ensure_local_endpoint
+
+            self.base_url = await anyio.to_thread.run_sync(ensure_local_endpoint)
+        wanted = options.get("max_tokens")
+        options["max_tokens"] = self.max_tokens_cap if wanted is None else min(wanted, self.max_tokens_cap)
+        reply = await super().complete(messages, **options)
+        reply.model = self.name
+        return reply
+
+
+def default_llm(settings: LLMSettings | None = None) -> ChatModel:
+    """The configured endpoint if any, else the embedded model; `NotConfigured` when that is switched off."""
+    s = settings or get_settings().llm
+    if s.configured:
+        return OpenAIChat.from_settings(s)
+    if s.embedded:
+        return EmbeddedChat(s)
+    return OpenAIChat.from_settings(s)
+
+
 def resolve_llm(llm: ChatModel | None) -> ChatModel:
-    """`llm` if given, else the configured endpoint; `NotConfigured` with the fix when there is none."""
-    return llm if llm is not None else OpenAIChat.from_settings()
+    """`llm` if given, else the configured endpoint, else the embedded model."""
+    return llm if llm is not None else default_llm()

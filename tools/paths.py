@@ -1,27 +1,59 @@
 """Where tools may read and write: the configured roots, the bundled samples, the output folder.
 
 Inputs are given as a path inside a root or as a `sample://<family>/<file>` URI; anything else is
-refused. Outputs go under the output folder, never elsewhere.
+refused. Outputs go under the output folder, never elsewhere. The output folder is swept by age
+(`RESEARCH_MCP_OUTPUT_RETENTION_DAYS`) and total size (`RESEARCH_MCP_OUTPUT_QUOTA_MB`), oldest files
+first, and only when research-mcp created the folder (it holds a `.research-mcp-output` marker), so a
+folder of someone else's files is never pruned.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import re
+import threading
+import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
-from tools.errors import AccessDenied, NotFound
+from tools.errors import AccessDenied, InvalidInput, NotFound
 from tools.settings import get_settings
 
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample_data"
 SAMPLE_SCHEME = "sample://"
+MAX_PATH_CHARS = 4096
+MARKER = ".research-mcp-output"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+logger = logging.getLogger("research_mcp")
 
 
 def output_dir() -> Path:
-    """The output folder, created on first use."""
+    """The output folder, created on first use (with the marker that lets the retention sweep prune it)."""
     out = get_settings().output_dir.expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    if not out.is_dir():
+        out.mkdir(parents=True, exist_ok=True)
+        (out / MARKER).touch()
+    elif not (out / MARKER).exists() and not any(out.iterdir()):
+        (out / MARKER).touch()
     return out
+
+
+def check_path_text(text: str) -> str:
+    """`text` when it can name a file: bounded length, no NUL or other control characters."""
+    if len(text) > MAX_PATH_CHARS:
+        raise InvalidInput(f"A path of {len(text):,} characters was given; paths are at most {MAX_PATH_CHARS:,}.",
+                           hint="Pass the path of a file inside the roots, or a sample:// URI.")
+    bad = _CONTROL.search(text)
+    if bad:
+        raise InvalidInput(f"The path {text[:80]!r} contains the control character {bad.group()!r} "
+                           f"at position {bad.start()}.",
+                           hint="Paths may not contain NUL, newlines or other control characters; "
+                           "pass the file's real path.")
+    return text
 
 
 def allowed_roots() -> list[Path]:
@@ -32,6 +64,7 @@ def allowed_roots() -> list[Path]:
 
 def sample_path(relative: str) -> Path:
     """The bundled sample file or folder `relative` (e.g. 'eo/landsat8'), which must exist."""
+    check_path_text(relative)
     p = (SAMPLE_DIR / relative).resolve()
     if not p.is_relative_to(SAMPLE_DIR) or not p.exists():
         raise NotFound(
@@ -42,15 +75,19 @@ def sample_path(relative: str) -> Path:
 
 def resolve_input(path: str | Path, *, must_exist: bool = True) -> Path:
     """Resolve a user path or `sample://` URI and check that it lies inside an allowed root."""
-    text = str(path).strip()
+    text = check_path_text(str(path).strip())
     if not text:
         raise NotFound("An empty path was given.", hint="Pass a file path inside the roots or a sample:// URI.")
     if text.startswith(SAMPLE_SCHEME):
         return sample_path(text[len(SAMPLE_SCHEME) :])
-    p = Path(text).expanduser()
-    if not p.is_absolute():
-        p = Path.cwd() / p
-    p = p.resolve()
+    try:
+        p = Path(text).expanduser()
+        if not p.is_absolute():
+            p = Path.cwd() / p
+        p = p.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise InvalidInput(f"The path {text[:80]!r} cannot be resolved ({type(exc).__name__}: {exc}).",
+                           hint="Pass the path of an existing file inside the roots, or a sample:// URI.") from exc
     roots = allowed_roots()
     if not any(p.is_relative_to(r) for r in roots):
         raise AccessDenied(
@@ -67,5 +104,95 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def output_path(name: str, suffix: str = "") -> Path:
     """A fresh file path under the output folder; `name` is sanitised and made unique."""
-    stem = _SAFE.sub("_", name).strip("._") or "output"
-    return output_dir() / f"{stem}-{uuid.uuid4().hex[:8]}{suffix}"
+    stem = _SAFE.sub("_", name).strip("._")[:120] or "output"
+    return output_dir() / f"{stem}-{uuid.uuid4().hex[:8]}{_SAFE.sub('_', suffix)[:16]}"
+
+
+@dataclass
+class SweepReport:
+    """What one retention sweep removed, and what is left."""
+
+    deleted: int = 0
+    freed_bytes: int = 0
+    kept: int = 0
+    kept_bytes: int = 0
+    skipped: str | None = None
+
+
+MIN_AGE_S = 60.0  # a file this fresh may still be in use (a writer's .partial, a result just returned)
+_sweep_lock = threading.Lock()
+_last_sweep = 0.0
+
+
+def sweep_outputs(*, now: float | None = None) -> SweepReport:
+    """Delete output files past the retention age, then the oldest ones until the folder fits the quota.
+
+    Only regular files under the output folder are considered (symbolic links are neither followed nor
+    removed), files younger than a minute are kept, and nothing happens unless the folder carries the
+    marker research-mcp leaves in folders it created.
+    """
+    s = get_settings()
+    out = s.output_dir.expanduser().resolve()
+    if not out.is_dir():
+        return SweepReport(skipped=f"{out} does not exist yet")
+    if not (out / MARKER).is_file():
+        return SweepReport(skipped=f"{out} was not created by research-mcp (no {MARKER} file); not pruned")
+    now = time.time() if now is None else now
+    files: list[tuple[float, int, Path]] = []
+    for folder, _dirs, names in os.walk(out, followlinks=False):
+        for name in names:
+            p = Path(folder) / name
+            if p == out / MARKER:
+                continue
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if not os.path.isfile(p) or os.path.islink(p):
+                continue
+            files.append((st.st_mtime, st.st_size, p))
+    files.sort()
+    report = SweepReport()
+    max_age = s.output_retention_days * 86400.0
+    quota = s.output_quota_mb * 1024 * 1024
+    total = sum(size for _, size, _ in files)
+    for mtime, size, p in files:
+        age = now - mtime
+        expired = max_age > 0 and age > max_age
+        over = quota > 0 and total > quota
+        if age < MIN_AGE_S or not (expired or over):
+            report.kept += 1
+            report.kept_bytes += size
+            continue
+        if not p.resolve().is_relative_to(out):
+            continue
+        try:
+            p.unlink()
+        except OSError:
+            report.kept += 1
+            report.kept_bytes += size
+            continue
+        total -= size
+        report.deleted += 1
+        report.freed_bytes += size
+    for folder, _, _ in sorted(os.walk(out, followlinks=False), key=lambda w: -len(w[0])):
+        with contextlib.suppress(OSError):
+            if Path(folder) != out and now - os.lstat(folder).st_mtime > MIN_AGE_S:
+                os.rmdir(folder)  # only succeeds when empty
+    if report.deleted:
+        logger.info("output sweep: deleted %d files (%.1f MB) from %s", report.deleted, report.freed_bytes / 1e6, out)
+    return report
+
+
+def maybe_sweep(min_interval_s: float = 60.0) -> SweepReport | None:
+    """`sweep_outputs()` unless one ran in the last `min_interval_s` seconds (or another is running)."""
+    global _last_sweep
+    if not _sweep_lock.acquire(blocking=False):
+        return None
+    try:
+        if time.monotonic() - _last_sweep < min_interval_s:
+            return None
+        _last_sweep = time.monotonic()
+        return sweep_outputs()
+    finally:
+        _sweep_lock.release()

@@ -4,12 +4,17 @@ A long tool takes an optional `progress: Progress | None = None` parameter. It c
 `progress.update(done, total, message)` between blocks of work; `update` raises `Cancelled` once the
 caller has cancelled, so CPU-bound loops stop at the next block. The MCP layer supplies a `Progress`
 bound to the request; direct Python callers may pass their own or none.
+
+The MCP layer also makes the request's `Progress` the current one while the tool runs, so code deep
+inside a tool that has no `progress` parameter can still stop at a cancel with `checkpoint()`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tools.errors import Cancelled
 
@@ -47,3 +52,28 @@ def report(progress: Progress | None, done: float, total: float | None = None, m
     """`progress.update(...)` when a `Progress` was given; nothing otherwise."""
     if progress is not None:
         progress.update(done, total, message)
+
+
+_CURRENT: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("research_mcp_progress", default=None)
+
+
+def current() -> Progress | None:
+    """The `Progress` of the tool call running in this thread or task, if any."""
+    return _CURRENT.get()
+
+
+def checkpoint(progress: Progress | None = None) -> None:
+    """Raise `Cancelled` if `progress` (or, when None, the current call's `Progress`) was cancelled."""
+    p = progress if progress is not None else _CURRENT.get()
+    if p is not None:
+        p.check()
+
+
+@contextlib.contextmanager
+def running(progress: Progress) -> Iterator[Progress]:
+    """Make `progress` the current one for the duration of the block."""
+    token = _CURRENT.set(progress)
+    try:
+        yield progress
+    finally:
+        _CURRENT.reset(token)

@@ -7,10 +7,12 @@ Nested values use `__`: `RESEARCH_MCP_GRAPH__MAX_NODES=5000`. The LLM endpoint a
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from tools.dti.limits import DTILimits
 from tools.eo.limits import EOLimits
@@ -31,6 +33,16 @@ class LLMSettings(BaseSettings):
     max_retries: int = 4
     concurrency: int = 8
     temperature: float = 0.0
+    embedded: bool = Field(True, description="Use the embedded local model when no endpoint is configured.")
+    embedded_max_tokens: int = Field(
+        96, description="Most tokens the embedded model writes per reply (it decodes a few tokens a second on a CPU)."
+    )
+    embedded_url: str | None = Field(
+        None, description="Base URL of an already running embedded-model server to attach to (research-mcp llm serve)."
+    )
+    model_cache: Path = Field(
+        Path.home() / ".cache" / "research-mcp", description="Where the embedded model's converted weights are kept."
+    )
 
     @property
     def configured(self) -> bool:
@@ -54,7 +66,31 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra Host header values the HTTP server accepts (JSON list, e.g. [\"mcp.example.org\"]).",
     )
+    families: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Tool families to serve, comma-separated (e.g. eo,graph); empty: all of them.",
+    )
+    allowed_endpoints: list[str] = Field(
+        default_factory=list,
+        description="Base-URL prefixes a caller may name as an endpoint (JSON list, e.g. "
+        "[\"http://127.0.0.1:8080/v1\"]). Such calls never carry the server's key.",
+    )
+    heavy_workers: int = Field(
+        default_factory=lambda: max(2, (os.cpu_count() or 2) // 2), ge=1,
+        description="CPU-heavy tool calls run at the same time (default: half the CPU cores, at least 2).",
+    )
+    heavy_queue: int = Field(16, ge=0, description="CPU-heavy calls that may wait for a worker; more get `busy`.")
+    light_workers: int = Field(16, ge=1, description="Light (quick) tool calls run at the same time.")
+    output_retention_days: float = Field(
+        30.0, ge=0, description="Output files older than this are deleted at start-up and after writes; 0 keeps all."
+    )
+    output_quota_mb: float = Field(
+        10_000.0, ge=0, description="Largest total size of the output folder; the oldest files go first; 0: no quota."
+    )
     log_level: str = Field("INFO", description="Server log level (DEBUG, INFO, WARNING, ERROR); logs go to stderr.")
+    max_argument_values: int = Field(
+        1_000_000, description="Most JSON values (list items, object members) in one call's arguments."
+    )
     max_result_chars: int = Field(200_000, description="Largest tool result text; bigger results go to files.")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     graph: GraphLimits = Field(default_factory=GraphLimits)
@@ -62,6 +98,18 @@ class Settings(BaseSettings):
     nid: NIDLimits = Field(default_factory=NIDLimits)
     longctx: LongctxLimits = Field(default_factory=LongctxLimits)
     dti: DTILimits = Field(default_factory=DTILimits)
+
+    @field_validator("families", mode="before")
+    @classmethod
+    def _split_families(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
 
 
 @functools.cache

@@ -22,6 +22,7 @@ class ToolSpec:
     open_world: bool = False
     destructive: bool = False
     idempotent: bool = True
+    heavy: bool = False  # CPU-bound for over about a second: runs in the bounded heavy pool
 
     @property
     def name(self) -> str:

@@ -39,7 +39,8 @@ class NIDState(TypedDict):
 
 def report(state: NIDState) -> str:
     d, g, r = state.get("detected", {}), state.get("generated", {}), state.get("result", {})
-    lines = [f"Detected {d.get('unique')} distinct identifiers ({d.get('by_type')}) in {state.get('path')}."]
+    lines = [f"Detected {d.get('unique')} distinct identifiers ({d.get('by_type')}) in "
+             f"{state.get('path') or EXAMPLE['path']}."]
     if g:
         lines.append(f"GIDs for {g.get('identifier')} ({g.get('type')}): {', '.join(g.get('gids', [])[:3])} ...")
     s = state.get("scores", {})

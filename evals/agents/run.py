@@ -42,11 +42,8 @@ def _parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def _oracle_endpoint(tasks: list[Any], policy: str) -> Iterator[str]:
-    try:
-        from tests.scripted_llm import ScriptedLLM
-    except ImportError as exc:  # an installed package without the repository's tests/
-        raise SystemExit("The oracle policy needs tests/scripted_llm.py (run from the repository).") from exc
     from evals.agents.oracle import Oracle, Perturbed
+    from evals.scripted_endpoint import ScriptedLLM
 
     with ScriptedLLM(Perturbed(tasks) if policy == "perturbed" else Oracle(tasks)) as llm:
         yield llm.base_url

@@ -3,7 +3,7 @@ figures; ablations; screening speed against a per-pair loop.
 
     python -m evals.dti --quick                       # seconds, bundled samples only
     python -m evals.dti --sets yamanishi_08 --splits warm target_cold --seeds 0 1 --folds-used 2
-    python -m evals.dti --test path/to/test.csv [--train path/to/train.csv]
+    python -m evals.dti --train T.csv [--val V.csv] --test S.csv [S2.csv ...] --seeds 3 --json OUT.json
     python -m evals.dti --screen 100000               # screening benchmark only
 """
 
@@ -28,6 +28,7 @@ PUBLISHED = {
     ("inhibition", "warm"): {"GRAM-DTI": (0.949, 0.785), "DTIAM": (0.954, 0.845)},
 }
 MODEL = "GRAM-DTI (this project)"
+NETWORKS = "GRAM-DTI networks only (no boosted member)"
 GB_NEIGHBOURS = "GB + neighbourhood features"
 ABLATIONS = {
     "no_volume_loss": {"gram_weight": 0.0, "pretrain_epochs": 0},
@@ -39,6 +40,7 @@ ABLATIONS = {
     "no_cold_simulation": {"cold_simulation": 0.0},
     "no_neighbour_head": {"neighbour_head": False},
     "single_network": {"members": 1},
+    "no_boosted_member": {"boost": False},
 }
 
 
@@ -113,13 +115,16 @@ def paired_bootstrap_delta(
     return delta, float(lo), float(hi)
 
 
-def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float, np.ndarray]:
-    from tools.dti.train import Pairs, fit, predict
+def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float, np.ndarray, np.ndarray | None]:
+    """AUROC, AUPRC, seconds and probabilities of the model, and the networks' own probabilities when the
+    model blends in a boosted member (None otherwise)."""
+    from tools.dti.train import Pairs, blend, fit, predict_parts
 
     t = time.time()
     model, _ = fit(tables, Pairs(di[tr], pi[tr], y[tr]), cfg)
-    p = predict(model, tables, di[te], pi[te], threads=cfg.threads)
-    return (*_metrics(y[te], p), time.time() - t, p)
+    pn, pb = predict_parts(model, tables, di[te], pi[te], threads=cfg.threads)
+    p = blend(model, pn, pb)
+    return (*_metrics(y[te], p), time.time() - t, p, pn if pb is not None else None)
 
 
 def config_overrides(items: Sequence[str]) -> dict:
@@ -148,6 +153,29 @@ def _log(msg: str) -> None:
     print(msg, flush=True)
 
 
+COLD_SIDES = {"drug_cold": ("drug",), "target_cold": ("target",), "both_cold": ("drug", "target")}
+
+
+def unseen_test(di: np.ndarray, pi: np.ndarray, tr: np.ndarray, te: np.ndarray, split: str) -> tuple[np.ndarray, dict]:
+    """The test indices whose pair is not a training pair and, on a cold split, whose drug / target is
+    not a training drug / target, by canonical SMILES and cleaned sequence (`di`, `pi` index them).
+
+    DTIAM's folds are drawn over drug and target ids, and several ids name one structure (Yamanishi 08
+    has 791 drug ids for 745 canonical structures), so an id-level split leaks without this."""
+    from evals.dti.protocol import shared_pair_mask
+
+    shared = shared_pair_mask(di, pi, tr, te)
+    seen_d = np.isin(di[te], di[tr]) if "drug" in COLD_SIDES.get(split, ()) else np.zeros(len(te), bool)
+    seen_t = np.isin(pi[te], pi[tr]) if "target" in COLD_SIDES.get(split, ()) else np.zeros(len(te), bool)
+    drop = shared | seen_d | seen_t
+    return te[~drop], {
+        "removed": int(drop.sum()),
+        "shared_pairs": int(shared.sum()),
+        "seen_drug": int(seen_d.sum()),
+        "seen_target": int(seen_t.sum()),
+    }
+
+
 def evaluate(
     name: str,
     smiles,
@@ -162,8 +190,13 @@ def evaluate(
     rows: list[dict],
     resample=None,
     ablation_seeds: Sequence[int] = (0,),
+    source: dict | None = None,
 ) -> None:
-    """Train/test the model, the GB baseline and ablations on each fold; append one row per result."""
+    """Train/test the model, the GB baseline and ablations on each fold; append one row per result.
+
+    Test pairs that are not unseen in the sense of the split (`unseen_test`) are left out and counted.
+    """
+    from tools.dti.provenance import pairs_sha256
     from tools.dti.train import TrainConfig, build_tables
 
     for seed in seeds:
@@ -173,14 +206,37 @@ def evaluate(
         ok = di >= 0
         for split, fold, tr, te in split_iter():
             tr, te = tr[ok[tr]], te[ok[te]]
+            te, leak = unseen_test(di, pi, tr, te, split)
+            if leak["removed"]:
+                _log(f"{name} {split} seed {seed} fold {fold}: {leak['removed']} test pairs left out ({leak})")
             if len(te) == 0 or len(np.unique(y[te])) < 2:
                 continue
             cfg = TrainConfig(seed=seed, **cfg_kwargs)
-            base = {"dataset": name, "split": split, "seed": seed, "fold": fold, "n_train": len(tr), "n_test": len(te)}
-            au, ap, secs, pm = _train_eval(tables, di, pi, y, tr, te, cfg)
+            base = {
+                "dataset": name,
+                "split": split,
+                "seed": seed,
+                "fold": fold,
+                "n_train": len(tr),
+                "n_test": len(te),
+                "train_pairs_sha256": pairs_sha256(
+                    [(tables.smiles[di[i]], tables.sequences[pi[i]]) for i in tr], y[tr]
+                )[:16],
+                "removed_shared_pairs": leak["shared_pairs"],
+                "removed_seen_drugs": leak["seen_drug"],
+                "removed_seen_targets": leak["seen_target"],
+                "overlap_pairs": 0,
+                "overlap_drugs": len(set(di[te].tolist()) & set(di[tr].tolist())),
+                "overlap_targets": len(set(pi[te].tolist()) & set(pi[tr].tolist())),
+            } | (source or {})
+            au, ap, secs, pm, pn = _train_eval(tables, di, pi, y, tr, te, cfg)
             model_row = base | {"method": MODEL, "auroc": au, "auprc": ap, "seconds": secs}
             rows.append(model_row)
             _log(f"{name} {split} seed {seed} fold {fold}: model AUROC {au:.4f} AUPRC {ap:.4f} ({secs:.0f}s)")
+            if pn is not None:
+                au, ap = _metrics(y[te], pn)
+                rows.append(base | {"method": NETWORKS, "auroc": au, "auprc": ap, "seconds": secs})
+                _log(f"{name} {split} seed {seed} fold {fold}: networks only AUROC {au:.4f} AUPRC {ap:.4f}")
             t = time.time()
             pg = gb_baseline(tables, di, pi, y, tr, te, seed, cfg.threads)
             au, ap = _metrics(y[te], pg)
@@ -197,7 +253,7 @@ def evaluate(
             for ab in ablations if seed in ablation_seeds else ():
                 c = TrainConfig(**(cfg.to_dict() | ABLATIONS[ab]))
                 c.modalities = tuple(c.modalities)
-                au, ap, secs, _ = _train_eval(tables, di, pi, y, tr, te, c)
+                au, ap, secs, _, _ = _train_eval(tables, di, pi, y, tr, te, c)
                 rows.append(base | {"method": f"ablation: {ab}", "auroc": au, "auprc": ap, "seconds": secs})
                 _log(f"{name} {split} seed {seed} fold {fold}: {ab} AUROC {au:.4f} AUPRC {ap:.4f}")
 
@@ -220,6 +276,14 @@ def run_dtiam(
 
             return ps.smiles, ps.sequences, ps.drug_ids, ps.target_ids, ps.y, it
 
+        from evals.dti.data import DTIAM_SETS
+        from tools.dti.provenance import file_sha256
+
+        positives = root / DTIAM_SETS[set_name][0] / "dti.csv"
+        source = {
+            "train_file": f"{positives} (a fold of it, with sampled negatives)",
+            "train_sha256": file_sha256(positives)[:16],
+        }
         evaluate(
             set_name,
             None,
@@ -234,6 +298,7 @@ def run_dtiam(
             rows,
             resample=resample,
             ablation_seeds=ablation_seeds,
+            source=source,
         )
 
 
@@ -253,7 +318,29 @@ def run_train_test(
     def it():
         yield split, 0, tr, te
 
-    evaluate(name, smiles, seqs, None, None, y, it, seeds, cfg_kwargs, ablations, rows, ablation_seeds=ablation_seeds)
+    from tools.dti.provenance import file_sha256
+
+    source = {
+        "train_file": str(train_csv),
+        "train_sha256": file_sha256(train_csv)[:16],
+        "test_file": str(test_csv),
+        "test_sha256": file_sha256(test_csv)[:16],
+    }
+    evaluate(
+        name,
+        smiles,
+        seqs,
+        None,
+        None,
+        y,
+        it,
+        seeds,
+        cfg_kwargs,
+        ablations,
+        rows,
+        ablation_seeds=ablation_seeds,
+        source=source,
+    )
 
 
 # ------------------------------------------------------------------ screening benchmark
@@ -430,6 +517,30 @@ def write_outputs(summary: list[dict], rows: list[dict], out: Path, bench: dict 
                 f"| {r['dataset']} | {r['split']} | {r['seed']} | {r['fold']} | {r['n_test']} | {d:+.3f} "
                 f"| [{lo:+.3f}, {hi:+.3f}] |"
             )
+    trained = [r for r in rows if r.get("method") == MODEL and r.get("train_sha256")]
+    if trained:
+        lines += [
+            "",
+            "Training and test pairs of each run (sha256: the training file's, first 16 hex digits; test pairs "
+            "are counted after leaving out those shared with training and, on cold splits, those whose drug "
+            "or target is a training one by canonical SMILES / sequence; shared drugs and targets are what "
+            "remains):",
+            "",
+            "| data set | split | seed | fold | training file | sha256 | training pairs | test pairs | left out "
+            "(shared pair / seen drug / seen target) | shared drugs | shared targets |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in trained:
+            left = "/".join(
+                str(r.get(k, "")) for k in ("removed_shared_pairs", "removed_seen_drugs", "removed_seen_targets")
+            )
+            if r.get("overlap_policy"):
+                left = f"{r.get('overlap_pairs', 0)} shared pairs, policy {r['overlap_policy']}"
+            lines.append(
+                f"| {r['dataset']} | {r['split']} | {r['seed']} | {r['fold']} | {Path(str(r['train_file'])).name} "
+                f"| {str(r['train_sha256'])[:16]} | {r['n_train']} | {r['n_test']} | {left} "
+                f"| {r.get('overlap_drugs', '')} | {r.get('overlap_targets', '')} |"
+            )
     if bench:
         lines += ["", "Screening benchmark:", "", "```", json.dumps(bench, indent=1), "```"]
     (out / "dti_results.md").write_text("\n".join(lines) + "\n")
@@ -487,18 +598,30 @@ def main(argv: list[str] | None = None) -> int:
         help=f"Of {sorted(DTIAM_SETS) + sorted(DRUGBAN_SETS)}.",
     )
     ap.add_argument("--splits", nargs="*", default=list(SPLITS), help="DTIAM splits to run.")
-    ap.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument(
+        "--seeds",
+        nargs="*",
+        type=int,
+        default=[0, 1, 2, 3, 4],
+        help="One value N: seeds 0..N-1; several values: those seeds.",
+    )
     ap.add_argument("--folds-used", type=int, default=10, help="Evaluate only the first N folds of each K-fold.")
     ap.add_argument("--epochs", type=int, default=None, help="Fine-tuning epochs (default: the shipped model's).")
     ap.add_argument("--ablations", nargs="*", default=[], choices=sorted(ABLATIONS))
     ap.add_argument("--ablation-splits", nargs="*", default=["warm", "target_cold"])
     ap.add_argument("--ablation-seeds", nargs="*", type=int, default=[0], help="Seeds on which ablations run.")
     ap.add_argument("--pretrain-epochs", type=int, default=None, help="GRAM pretraining epochs (default: shipped).")
-    ap.add_argument("--test", type=Path, help="A CSV with SMILES, Protein, Y to evaluate on.")
+    ap.add_argument("--test", type=Path, nargs="+", help="CSV(s) with SMILES, Protein, Y to evaluate on.")
+    ap.add_argument("--train", type=Path, help="Training CSV for --test (default: train.csv beside the first).")
+    ap.add_argument("--val", type=Path, help="Validation CSV for --test: selects the model's blend weight.")
+    ap.add_argument("--json", type=Path, help="With --test: write the report (files, sha256, overlap, metrics) here.")
     ap.add_argument(
-        "--train",
-        type=Path,
-        help="Training CSV for --test (default: train.csv beside it, else DrugBAN Human random train).",
+        "--allow-overlap",
+        action="store_true",
+        help="Evaluate a test set that shares pairs with the training set anyway (flagged in every output).",
+    )
+    ap.add_argument(
+        "--drop-overlap", action="store_true", help="Leave the test pairs shared with the training set out."
     )
     ap.add_argument("--screen", type=int, default=0, help="Screening benchmark with N molecules (0 = skip).")
     ap.add_argument("--threads", type=int, default=1)
@@ -519,6 +642,10 @@ def main(argv: list[str] | None = None) -> int:
         help="Only re-summarise per-run CSVs written by earlier runs (dti_results_runs.csv).",
     )
     args = ap.parse_args(argv)
+    if len(args.seeds) == 1:
+        if args.seeds[0] < 1:
+            ap.error("--seeds N needs N >= 1 (or give two or more seeds)")
+        args.seeds = list(range(args.seeds[0]))
 
     import torch
 
@@ -561,20 +688,22 @@ def main(argv: list[str] | None = None) -> int:
         )
         bench = screen_benchmark(args.screen or 3000, loop_sample=20)
     elif args.test:
-        train = args.train or (args.test.parent / "train.csv")
+        from evals.dti.protocol import run_protocol
+
+        train = args.train or (args.test[0].parent / "train.csv")
         if not train.exists():
-            train = args.data / DRUGBAN_SETS["human_random"][0]
-        run_train_test(
-            args.test.stem,
-            "given",
+            ap.error(f"--train is needed ({train} does not exist)")
+        _, got = run_protocol(
             train,
             args.test,
-            args.seeds,
-            cfg_kwargs,
-            args.ablations,
-            rows,
-            ablation_seeds=args.ablation_seeds,
+            val=args.val,
+            seeds=args.seeds,
+            cfg_kwargs=cfg_kwargs,
+            allow_overlap=args.allow_overlap,
+            drop_overlap=args.drop_overlap,
+            json_out=args.json,
         )
+        rows += got
     else:
         for s in args.sets:
             if s in DTIAM_SETS:

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from tools.atomic import atomic_output
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "tools" / "sample_data" / "eo" / "landsat8_c1_l1t"
 
@@ -75,9 +77,10 @@ def build_scene(folder: Path, size: int) -> None:
             tile = src.read(1)
             crs, t = src.crs, src.transform
         h, w = tile.shape
-        with rasterio.open(folder / f"bench_B{b}.TIF", "w", driver="GTiff", width=size, height=size, count=1,
-                           dtype="uint16", crs=crs, transform=from_origin(t.c, t.f, t.a, -t.e), tiled=True,
-                           blockxsize=512, blockysize=512, bigtiff="IF_SAFER") as dst:
+        with atomic_output(folder / f"bench_B{b}.TIF") as tmp, rasterio.open(
+                tmp, "w", driver="GTiff", width=size, height=size, count=1, dtype="uint16", crs=crs,
+                transform=from_origin(t.c, t.f, t.a, -t.e), tiled=True, blockxsize=512, blockysize=512,
+                bigtiff="IF_SAFER") as dst:
             for r0 in range(0, size, 1024):
                 rows = min(1024, size - r0)
                 ridx = (np.arange(r0, r0 + rows) % h)[:, None]
@@ -198,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
               f"cpu {o['cpu_seconds'] / g['cpu_seconds']:.2f} (goal <= 1.0)")
         print(f"peak RSS ratio ours / gdal_calc: {o['peak_rss_mib'] / g['peak_rss_mib']:.2f}")
     out.mkdir(parents=True, exist_ok=True)
-    with (out / f"ndvi-benchmark-{size}.csv").open("w", newline="") as f:
+    with atomic_output(out / f"ndvi-benchmark-{size}.csv") as tmp, tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["method", "seconds", "cpu_seconds", "peak_rss_mib", "status"])
         w.writeheader()
         w.writerows(rows)

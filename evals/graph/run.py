@@ -19,7 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from tools.errors import ResearchError
+from tools.errors import InvalidInput, ResearchError
 from tools.graph.benchmark import check_levels, heatmap, make_items, run_items, summarize, write_factor_csv, write_rows
 from tools.graph.prompts import SCHEMES
 from tools.graph.serialize import GRAPHOMNI_FORMATS
@@ -65,6 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch", type=int, default=4, help="questions per arm in the optimizer's first round")
     ap.add_argument("--table", action="store_true",
                     help="the factor optimizer on fixed accuracy tables (no model): Cost and Rate by interaction size")
+    ap.add_argument("--from-rows", type=Path, default=None, metavar="ROWS_CSV",
+                    help="the factor optimizer on the accuracy table measured in a benchmark's rows.csv (no model): "
+                         "its Cost and Rate against exhaustive search, pooled over tasks and per task")
+    ap.add_argument("--budgets", type=float, nargs="+", default=[0.25, 0.5],
+                    help="with --from-rows: fractions of the (format, scheme) pairs the optimizer may touch")
     ap.add_argument("--graphomni", action="store_true",
                     help="ask GraphOmni's published LTM x Adjacency-Set prompts (bundled), scored against graph_info")
     ap.add_argument("--limit", type=int, default=None, help="with --graphomni: every k-th record, about this many")
@@ -86,6 +91,10 @@ def _model(args) -> ChatModel:
         return OpenAIChat(base_url=args.base_url or s.base_url, api_key=args.api_key or "not-needed",
                           model=args.model or s.model, timeout_s=s.timeout_s, max_retries=s.max_retries,
                           concurrency=args.concurrency or s.concurrency)
+    if not s.configured:
+        from tools.llm import default_llm
+
+        return default_llm()  # the embedded model (or NotConfigured with the fix when it is switched off)
     m = OpenAIChat.from_settings()
     if args.model:
         m.model = args.model
@@ -116,8 +125,17 @@ async def _benchmark(args, out: Path) -> dict:
     items = make_items(t, g, f, s, d, grid["per_cell"], args.seed, k=1 if args.quick else args.k)
     model = _model(args)
     t0 = time.perf_counter()
+    partial = out / "rows.partial.jsonl"  # one line per answered question, kept if the run is stopped
+    partial.unlink(missing_ok=True)
+
+    def keep(row) -> None:
+        from dataclasses import asdict
+
+        with partial.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(asdict(row)) + "\n")
+
     rows = await run_items(items, model, samples=args.samples, max_tokens=args.max_tokens,
-                           concurrency=args.concurrency or get_settings().llm.concurrency)
+                           concurrency=args.concurrency or get_settings().llm.concurrency, on_row=keep)
     summ = summarize(rows)
     write_rows(rows, out / "rows.csv")
     write_factor_csv(summ, out / "factors.csv")
@@ -145,6 +163,43 @@ async def _optimize(args, out: Path) -> dict:
           f"(exhaustive best {res.exhaustive_best.format}/{res.exhaustive_best.scheme} "
           f"{res.exhaustive_best.accuracy:.3f}); {res.questions_asked} questions")
     return data
+
+
+async def measured_table_study(rows_csv: Path, budgets: list[float]) -> list[dict]:
+    """`factor_search` on measured (format, scheme) accuracies: Cost, Rate and the exhaustive best, per table.
+
+    One table pools every task of the rows; one more per task. Rate is the chosen pair's measured accuracy
+    over the best measured accuracy (1.0 when the best is 0: nothing to find).
+    """
+    import csv
+    from collections import defaultdict
+
+    from tools.graph.optimize import factor_search, table_evaluator
+
+    with rows_csv.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        raise InvalidInput(f"{rows_csv} has no rows.", hint="Give the rows.csv a `python -m evals.graph` run wrote.")
+    cells: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        ok = int(r["correct"] in ("True", "true", "1"))
+        cells["all tasks"][(r["format"], r["scheme"])].append(ok)
+        cells[r["task"]][(r["format"], r["scheme"])].append(ok)
+    formats = sorted({r["format"] for r in rows})
+    schemes = sorted({r["scheme"] for r in rows})
+    out = []
+    for name, cell in cells.items():
+        table = {(f, s): (sum(cell[(f, s)]) / len(cell[(f, s)]) if cell.get((f, s)) else 0.0)
+                 for f in formats for s in schemes}
+        best_arm = max(table, key=lambda a: table[a])
+        for budget in budgets:
+            res = await factor_search(formats, schemes, table_evaluator(table), budget=budget)
+            out.append({"table": name, "budget": budget, "items_per_cell": min(len(v) for v in cell.values()),
+                        "chosen": "/".join(res.best), "chosen_accuracy": table[res.best],
+                        "exhaustive_best": "/".join(best_arm), "exhaustive_accuracy": table[best_arm],
+                        "cost": res.cost, "rate": table[res.best] / table[best_arm] if table[best_arm] else 1.0,
+                        "arms_evaluated": res.arms_evaluated, "arms_total": res.arms_total})
+    return out
 
 
 async def _graphomni(args, out: Path) -> dict:
@@ -226,6 +281,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"interaction sd {r['interaction_sd']:.2f}: {r['tables']} tables, Cost {r['cost']:.3f}, "
                       f"Rate {r['rate']:.3f} (min {r['min_rate']:.3f}); random search, same cost: Rate "
                       f"{r['random_search_rate']:.3f}")
+        elif args.from_rows:
+            study = asyncio.run(measured_table_study(args.from_rows, args.budgets))
+            (out / "optimizer_measured.json").write_text(json.dumps(study, indent=2))
+            for r in study:
+                print(f"{r['table']:18s} budget {r['budget']:.2f}: chose {r['chosen']} ({r['chosen_accuracy']:.3f}); "
+                      f"exhaustive {r['exhaustive_best']} ({r['exhaustive_accuracy']:.3f}); Cost {r['cost']:.3f} "
+                      f"({r['arms_evaluated']}/{r['arms_total']}); Rate {r['rate']:.3f}")
         elif args.graphomni:
             asyncio.run(_graphomni(args, out))
         elif args.optimize:

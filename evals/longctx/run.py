@@ -21,12 +21,12 @@ import csv
 import gzip
 import json
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.scripted_endpoint import ScriptedLLM
 from tools.errors import ResearchError
 from tools.llm import ChatModel, OpenAIChat
 from tools.longctx.chunking import chunk_text
@@ -55,18 +55,6 @@ class Item:
     evidence: str | None = None
 
 
-def _scripted_llm_class() -> type:
-    """`tests.scripted_llm.ScriptedLLM`, from the repository this eval lives in."""
-    if (REPO / "tests" / "scripted_llm.py").is_file() and str(REPO) not in sys.path:
-        sys.path.append(str(REPO))
-    try:
-        from tests.scripted_llm import ScriptedLLM
-    except ImportError as exc:
-        raise SystemExit("The scripted endpoint needs tests/scripted_llm.py: run from a clone of the repository, "
-                         "or pass --endpoint settings.") from exc
-    return ScriptedLLM
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m evals.longctx", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sets that run in seconds")
@@ -79,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--depth", type=float, default=0.5, help="where the gold passage goes (0 start, 1 end)")
     ap.add_argument("--kv-chunk-tokens", type=int, default=1000)
     ap.add_argument("--qa-chunk-tokens", type=int, default=4000)
-    ap.add_argument("--topology", choices=["workers_manager", "chain", "map_reduce"], default="workers_manager")
+    ap.add_argument("--topology", nargs="+", choices=["workers_manager", "chain", "map_reduce"],
+                    default=["workers_manager"], help="chunked topologies to run (each on every item)")
     ap.add_argument("--no-single-shot", action="store_true")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-latency", type=float, default=0.2)
@@ -137,6 +126,8 @@ def _haystack(min_chars: int) -> str:
 
 
 def qa_items(lengths: list[int], per_length: int, depth: float) -> list[Item]:
+    if per_length <= 0 or not lengths:
+        return []
     tok = default_tokenizer()
     hay = _haystack(int(max(lengths) * 5))
     while tok.count(hay) < max(lengths) * 1.05:
@@ -156,49 +147,81 @@ def qa_items(lengths: list[int], per_length: int, depth: float) -> list[Item]:
     return out
 
 
-async def evaluate(model: ChatModel, items: list[Item], chunk_tokens: dict[str, int], topology: str,
-                   single: bool) -> list[dict[str, Any]]:
+async def evaluate(model: ChatModel, items: list[Item], chunk_tokens: dict[str, int], topologies: list[str],
+                   single: bool, progress: Path | None = None) -> list[dict[str, Any]]:
+    """One row per item and mode (each chunked topology, then single-shot), with tokens and wall time.
+
+    With `progress`, each row is appended to that CSV as it is made, so a long run keeps what it measured.
+    """
     tok = default_tokenizer()
-    rows = []
+    rows: list[dict[str, Any]] = []
+
+    def keep(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if progress is not None:
+            new = not progress.is_file()
+            with progress.open("a", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(row))
+                if new:
+                    w.writeheader()
+                w.writerow(row)
+
     for it in items:
         tokens = tok.count(it.text)
-        r = await longctx_answer(task=it.task, text=it.text, task_kind=it.kind, topology=topology,
-                                 chunk_tokens=chunk_tokens[it.suite], overlap_tokens=chunk_tokens[it.suite] // 10,
-                                 llm=model)
-        rows.append({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "chunked",
-                     "chunk_tokens": r.text_tokens_per_chunk, "correct": int(substring_match(r.answer, it.answers)),
-                     "chunks": r.chunks_total, "failed_chunks": len(r.chunks_failed), "calls": r.llm_calls})
+        for topology in topologies:
+            t0 = time.perf_counter()
+            r = await longctx_answer(task=it.task, text=it.text, task_kind=it.kind, topology=topology,
+                                     chunk_tokens=chunk_tokens[it.suite],
+                                     overlap_tokens=chunk_tokens[it.suite] // 10, llm=model)
+            keep({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "chunked", "topology": topology,
+                  "chunk_tokens": r.text_tokens_per_chunk, "correct": int(substring_match(r.answer, it.answers)),
+                  "chunks": r.chunks_total, "failed_chunks": len(r.chunks_failed), "calls": r.llm_calls,
+                  "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+                  "wall_s": round(time.perf_counter() - t0, 2), "answer": r.answer[:80]})
         if single:
+            t0 = time.perf_counter()
+            prompt_tokens = completion_tokens = 0
+            answer = ""
             try:
-                s = await longctx_single_shot(task=it.task, text=it.text, task_kind=it.kind, llm=model)
-                ok = substring_match(s.answer, it.answers)
-            except ResearchError:
+                sr = await longctx_single_shot(task=it.task, text=it.text, task_kind=it.kind, llm=model)
+                ok = substring_match(sr.answer, it.answers)
+                prompt_tokens, completion_tokens, answer = sr.prompt_tokens, sr.completion_tokens, sr.answer
+            except ResearchError as exc:
                 ok = False  # e.g. the text is over the model's context window
-            rows.append({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "single_shot",
-                         "chunk_tokens": "", "correct": int(ok), "chunks": 1, "failed_chunks": 0, "calls": 1})
+                answer = f"error: {type(exc).__name__}"
+            keep({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "single_shot", "topology": "",
+                  "chunk_tokens": "", "correct": int(ok), "chunks": 1, "failed_chunks": 0, "calls": 1,
+                  "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "wall_s": round(time.perf_counter() - t0, 2), "answer": answer[:80]})
     return rows
 
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, int, str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["suite"], r["length"], r["mode"]), []).append(r)
+        groups.setdefault((r["suite"], r["length"], r["mode"], r.get("topology", "")), []).append(r)
     out = []
-    for (suite, length, mode), rs in sorted(groups.items()):
-        out.append({"suite": suite, "length": length, "mode": mode, "items": len(rs),
+    for (suite, length, mode, topology), rs in sorted(groups.items()):
+        out.append({"suite": suite, "length": length, "mode": mode, "topology": topology, "items": len(rs),
                     "tokens": round(sum(r["tokens"] for r in rs) / len(rs)),
                     "accuracy": sum(r["correct"] for r in rs) / len(rs),
                     "chunk_tokens": rs[0]["chunk_tokens"], "mean_chunks": sum(r["chunks"] for r in rs) / len(rs),
-                    "failed_chunks": sum(r["failed_chunks"] for r in rs)})
+                    "failed_chunks": sum(r["failed_chunks"] for r in rs),
+                    "mean_calls": sum(r["calls"] for r in rs) / len(rs),
+                    "mean_prompt_tokens": round(sum(r.get("prompt_tokens", 0) for r in rs) / len(rs)),
+                    "mean_completion_tokens": round(sum(r.get("completion_tokens", 0) for r in rs) / len(rs)),
+                    "mean_wall_s": round(sum(r.get("wall_s", 0.0) for r in rs) / len(rs), 2)})
     return out
 
 
-def fit_suite(summary: list[dict[str, Any]], suite: str) -> dict[str, Any] | None:
+def fit_suite(summary: list[dict[str, Any]], suite: str, topology: str | None = None) -> dict[str, Any] | None:
+    """The noise model fitted to one suite's single-shot points and its chunked points (one topology, or all)."""
     single = [SinglePoint(tokens=s["tokens"], accuracy=s["accuracy"], items=s["items"])
               for s in summary if s["suite"] == suite and s["mode"] == "single_shot"]
     chunked = [ChunkedPoint(tokens=s["tokens"], chunk_tokens=int(s["chunk_tokens"]), accuracy=s["accuracy"],
                             items=s["items"], n_chunks=max(1, round(s["mean_chunks"])))
-               for s in summary if s["suite"] == suite and s["mode"] == "chunked"]
+               for s in summary if s["suite"] == suite and s["mode"] == "chunked"
+               and (topology is None or s.get("topology") == topology)]
     if not single:
         return None
     try:
@@ -212,7 +235,6 @@ async def bench(latency_s: float, workers: int = 8, repeats: int = 3) -> dict[st
     """Median wall time of `workers` chunk calls read one by one against all at once (every worker says NA)."""
     from evals.longctx.scripted import PaperRules
 
-    ScriptedLLM = _scripted_llm_class()
     tok = default_tokenizer()
     text = (SAMPLES / "alice.txt").read_text(encoding="utf-8")
     chunks = chunk_text(text, 1000, 0, tok)[:workers]
@@ -242,10 +264,37 @@ async def bench(latency_s: float, workers: int = 8, repeats: int = 3) -> dict[st
 
 
 def _print_table(summary: list[dict[str, Any]]) -> None:
-    print(f"{'suite':5} {'length':>7} {'tokens':>7} {'mode':12} {'items':>5} {'accuracy':>8} {'chunks':>6}")
+    print(f"{'suite':5} {'length':>7} {'tokens':>7} {'mode':12} {'topology':16} {'items':>5} {'accuracy':>8} "
+          f"{'chunks':>6} {'wall_s':>7}")
     for s in summary:
-        print(f"{s['suite']:5} {s['length']:>7} {s['tokens']:>7} {s['mode']:12} {s['items']:>5} "
-              f"{s['accuracy']:>8.1%} {s['mean_chunks']:>6.1f}")
+        print(f"{s['suite']:5} {s['length']:>7} {s['tokens']:>7} {s['mode']:12} {s['topology']:16} {s['items']:>5} "
+              f"{s['accuracy']:>8.1%} {s['mean_chunks']:>6.1f} {s['mean_wall_s']:>7.1f}")
+
+
+def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Accuracy against text length, one line per suite and mode (single-shot or a chunked topology)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for s in summary:
+        label = f"{s['suite']} {s['topology'] or s['mode']}"
+        lines.setdefault(label, []).append((s["tokens"], s["accuracy"]))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, pts in sorted(lines.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("text length (tokens)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -259,7 +308,6 @@ async def _run(args: argparse.Namespace) -> int:
     if args.endpoint == "scripted":
         from evals.longctx.scripted import PaperRules
 
-        ScriptedLLM = _scripted_llm_class()
         rules = PaperRules()
         for it in items:
             if it.evidence:
@@ -270,19 +318,34 @@ async def _run(args: argparse.Namespace) -> int:
                 rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot)
             finally:
                 await model.aclose()
+        model_name = "scripted"
     else:
-        model = OpenAIChat.from_settings()
+        from tools.llm import default_llm
+
+        model = default_llm()  # the configured endpoint, else the embedded model
+        model_name = model.name
+        progress = out / "rows.csv"
+        progress.unlink(missing_ok=True)
         try:
-            rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot)
+            rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress)
         finally:
-            await model.aclose()
+            aclose = getattr(model, "aclose", None)
+            if aclose is not None:
+                await aclose()
     summary = summarize(rows)
     with (out / "results.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(summary[0]))
         w.writeheader()
         w.writerows(summary)
     _print_table(summary)
-    fits = {suite: fit_suite(summary, suite) for suite in ("kv", "qa")}
+    plot_accuracy(summary, out / "accuracy.png", f"accuracy against length ({model_name})")
+    fits: dict[str, Any] = {}
+    for suite in ("kv", "qa"):
+        fits[suite] = fit_suite(summary, suite)
+        topologies = sorted({s["topology"] for s in summary if s["suite"] == suite and s["mode"] == "chunked"})
+        if len(topologies) > 1:
+            for topology in topologies:
+                fits[f"{suite}/{topology}"] = fit_suite(summary, suite, topology)
     for suite, fit in fits.items():
         if fit and "regime" in fit:
             cross = f"{fit['crossover_tokens']:.0f}" if fit["crossover_tokens"] is not None else "none"
@@ -290,7 +353,7 @@ async def _run(args: argparse.Namespace) -> int:
             print(f"{suite}: regime {fit['regime']}, beta {beta}, alpha {fit['alpha']}, crossover tokens {cross}")
         elif fit:
             print(f"{suite}: no fit ({fit['error']})")
-    result: dict[str, Any] = {"fits": fits, "summary": summary}
+    result: dict[str, Any] = {"model": model_name, "fits": fits, "summary": summary}
     if not args.no_bench:
         b = await bench(args.bench_latency, repeats=1 if args.quick else 3)
         print(f"concurrency benchmark: 8 workers at {args.bench_latency * 1000:.0f} ms latency: sequential "
@@ -298,7 +361,7 @@ async def _run(args: argparse.Namespace) -> int:
               f"(ideal 0.125, median of {1 if args.quick else 3}), max in flight {b['max_in_flight']:.0f}")
         result["bench"] = b
     (out / "noise.json").write_text(json.dumps(result, indent=2, default=str))
-    print(f"wrote {out / 'results.csv'} and {out / 'noise.json'}")
+    print(f"wrote {out / 'results.csv'}, {out / 'noise.json'} and {out / 'accuracy.png'}")
     return 0
 
 

@@ -31,6 +31,8 @@ import numpy as np
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="evals.nid", description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a seconds-long smoke run (tiny model, few NIDs)")
+    ap.add_argument("--bench", action="store_true", help="only the scoring benchmark: batched vs per-string loop on "
+                    "the byte LM and on the embedded Gemma 3 270M (evals/nid/bench.py)")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: <output dir>/eval_nid)")
     ap.add_argument("--per-dataset", type=int, default=48, help="NIDs per data set (members + non-members)")
     ap.add_argument("--epochs", type=int, default=30)
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from threadpoolctl import threadpool_limits
 
-    from tools.nid.api import ALL_DATASETS, build_split
+    from tools.atomic import atomic_output, write_text
     from tools.nid.audit import binary_audit, rank_audit
     from tools.nid.bytelm import ByteLMConfig
     from tools.nid.corpus import load_documents
@@ -76,12 +78,19 @@ def main(argv: list[str] | None = None) -> int:
     from tools.nid.plots import rank_histogram, roc_plot
     from tools.nid.scorers import ByteLMScorer
     from tools.nid.scores import SCORE_NAMES
+    from tools.nid.sources import ALL_DATASETS
     from tools.nid.train import TrainConfig, train_byte_lm
+    from tools.nid.train_tools import build_split
     from tools.paths import output_dir
 
     a = _args(argv)
-    torch.set_num_threads(a.threads)
     out = a.out or (output_dir() / "eval_nid")
+    if a.bench:
+        from evals.nid.bench import bench
+
+        bench(out, threads=max(a.threads, 2))
+        return 0
+    torch.set_num_threads(a.threads)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     prefix, suffix = 64, 8
@@ -157,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
               f"noise {dres.noise_multiplier:.2f}; {au.correct}/{au.guesses} first; "
               f"eps lower bound {au.eps_lower_bound:.3f}")
     if rows:
-        with (out / "audit_runs.csv").open("w", newline="") as fh:
+        with atomic_output(out / "audit_runs.csv") as tmp, tmp.open("w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
@@ -188,6 +197,6 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": {"contexts": len(ctxs), "batched_s": t_batch, "loop_s": t_loop, "ratio": t_loop / t_batch},
         "seconds": time.perf_counter() - t_start,
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=float))
+    write_text(out / "summary.json", json.dumps(summary, indent=1, default=float))
     print(f"wrote {out} in {summary['seconds']:.0f} s")
     return 0

@@ -6,10 +6,10 @@ from tools.spec import ToolSpec
 
 TOOLS: list[ToolSpec] = [
     ToolSpec(dti_validate, title="Validate molecules and protein sequences", read_only=True),
-    ToolSpec(dti_featurize, title="Fingerprints, descriptors and protein features", read_only=False),
-    ToolSpec(dti_score, title="Score drug-target pairs", read_only=False),
-    ToolSpec(dti_screen, title="Screen a molecule library against a target", read_only=False),
-    ToolSpec(dti_explain, title="Explain a drug-target score (atoms, fingerprint bits)", read_only=False),
-    ToolSpec(dti_train, title="Train a DTI model on your pairs", read_only=False, idempotent=False),
+    ToolSpec(dti_featurize, title="Fingerprints, descriptors and protein features", read_only=False, heavy=True),
+    ToolSpec(dti_score, title="Score drug-target pairs", read_only=False, heavy=True),
+    ToolSpec(dti_screen, title="Screen a molecule library against a target", read_only=False, heavy=True),
+    ToolSpec(dti_explain, title="Explain a drug-target score (atoms, fingerprint bits)", read_only=False, heavy=True),
+    ToolSpec(dti_train, title="Train a DTI model on your pairs", read_only=False, idempotent=False, heavy=True),
     ToolSpec(dti_model_card, title="DTI model card", read_only=True),
 ]

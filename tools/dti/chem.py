@@ -1,8 +1,19 @@
 """Molecules and proteins in: RDKit parsing and sanitization, salt stripping, sequence checks, size bounds.
 
-`parse_smiles` returns the canonical SMILES of the largest organic fragment and says what it removed;
-`check_protein` returns the cleaned sequence. Both raise `InvalidInput` / `LimitExceeded` with a
-message that names the problem; the `try_*` forms return the message instead, for per-row reporting.
+`parse_smiles` returns the canonical SMILES of the species that is scored and says what it changed:
+
+- hydrate water is removed;
+- a mixture or salt with an organic (carbon-containing) fragment keeps its largest organic fragment;
+- an inorganic compound (metal ions, metals, oxides, inorganic salts such as `[Mg+2]`, `[Zn]`,
+  `Cl[Pt]Cl`) is kept whole (identical fragments once) and scored, with a note that the model has
+  seen few such compounds.
+
+`clean_protein` returns the cleaned sequence and a note: the non-standard residue letters are mapped as
+UniProt and IUPAC define them, selenocysteine `U` -> `C` (its sulfur analogue, so composition, CTD and
+k-mer features read it as a cysteine), pyrrolysine `O` -> `K` (a lysine derivative), and the ambiguity
+codes `B` (D/N), `Z` (E/Q) and `J` (L/I) -> `X` (unknown). `check_protein` returns the sequence only.
+They raise `InvalidInput` / `LimitExceeded` with a message that names the problem; the `try_*` forms
+return the message instead, for per-row reporting.
 """
 
 from __future__ import annotations
@@ -17,8 +28,22 @@ from tools.settings import get_settings
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
 PROTEIN_ALPHABET = frozenset(AMINO_ACIDS + "X")
+# non-standard one-letter codes -> the letter the features read (see the module docstring)
+RESIDUE_MAP = {"U": "C", "O": "K", "B": "X", "Z": "X", "J": "X"}
+RESIDUE_NAMES = {
+    "U": "selenocysteine",
+    "O": "pyrrolysine",
+    "B": "Asx (D or N)",
+    "Z": "Glx (E or Q)",
+    "J": "Xle (L or I)",
+}
+_RESIDUE_TABLE = str.maketrans(RESIDUE_MAP)
 NUCLEOTIDES = frozenset("ACGTUN")
 ORGANIC_ELEMENTS = frozenset({6})
+INORGANIC_NOTE = (
+    "inorganic (no carbon atom): scored from its element-level fingerprint and descriptors, "
+    "with less training support than organic molecules"
+)
 _WHITESPACE = re.compile(r"\s")
 
 
@@ -87,19 +112,10 @@ def sanitize_smiles(smiles: str) -> tuple[ParsedMolecule, Any]:
             f"Invalid SMILES {text[:80]!r}: RDKit sanitization failed ({str(exc).strip().splitlines()[0]}).",
             hint="Check valences, charges and aromatic rings.",
         ) from None
-    note = None
-    if "." in text and len(Chem.GetMolFrags(mol)) > 1:
-        frags = Chem.GetMolFrags(mol, asMols=True)
-        organic = [f for f in frags if _is_organic(f)]
-        if not organic:
-            raise InvalidInput(
-                f"SMILES {text[:80]!r} has no organic (carbon-containing) fragment.",
-                hint="Drug-target scoring needs an organic molecule; inorganic salts are not scored.",
-            )
-        keep = max(organic, key=lambda f: (f.GetNumHeavyAtoms(), Chem.MolToSmiles(f)))
-        removed = [Chem.MolToSmiles(f) for f in frags if f is not keep]
-        mol = keep
-        note = f"mixture/salt: kept the largest organic fragment, removed {', '.join(removed)}"
+    notes: list[str] = []
+    frags = Chem.GetMolFrags(mol, asMols=True) if "." in text else (mol,)
+    if len(frags) > 1:
+        mol, notes = _kept_species(Chem, list(frags))
     heavy = mol.GetNumHeavyAtoms()
     if heavy == 0:
         raise InvalidInput(f"SMILES {text[:80]!r} has no heavy atoms.", hint="Give a molecule with heavy atoms.")
@@ -108,11 +124,44 @@ def sanitize_smiles(smiles: str) -> tuple[ParsedMolecule, Any]:
             f"Heavy-atom count of {text[:40]!r}", heavy, limits.max_heavy_atoms, "RESEARCH_MCP_DTI__MAX_HEAVY_ATOMS"
         )
     if not _is_organic(mol):
-        raise InvalidInput(
-            f"SMILES {text[:80]!r} has no carbon atom.",
-            hint="Drug-target scoring needs an organic molecule; inorganic species are not scored.",
-        )
+        notes.append(INORGANIC_NOTE)
+    note = "; ".join(notes) or None
     return ParsedMolecule(input=text, smiles=Chem.MolToSmiles(mol), heavy_atoms=heavy, note=note), mol
+
+
+def _is_water(frag: Any) -> bool:
+    if frag.GetNumHeavyAtoms() != 1:
+        return False
+    atom = frag.GetAtomWithIdx(0)
+    return atom.GetAtomicNum() == 8 and atom.GetTotalNumHs() == 2 and atom.GetFormalCharge() == 0
+
+
+def _kept_species(Chem: Any, frags: list[Any]) -> tuple[Any, list[str]]:
+    """The fragment(s) of a mixture that are scored, and notes on what was removed."""
+    notes = []
+    water = [f for f in frags if _is_water(f)]
+    if water and len(water) < len(frags):
+        frags = [f for f in frags if not _is_water(f)]
+        notes.append(f"hydrate: removed {len(water)} water")
+    organic = [f for f in frags if _is_organic(f)]
+    if organic:
+        keep = max(organic, key=lambda f: (f.GetNumHeavyAtoms(), Chem.MolToSmiles(f)))
+        removed = [Chem.MolToSmiles(f) for f in frags if f is not keep]
+        if removed:
+            notes.append(f"mixture/salt: kept the largest organic fragment, removed {', '.join(removed)}")
+        return keep, notes
+    distinct = sorted({Chem.MolToSmiles(f) for f in frags})
+    if len(distinct) == 1:
+        if len(frags) > 1:
+            notes.append(f"kept one of {len(frags)} identical fragments {distinct[0]}")
+        return frags[0], notes
+    # an inorganic salt or complex is the species itself: keep every (non-water) fragment
+    whole = frags[0]
+    for f in frags[1:]:
+        whole = Chem.CombineMols(whole, f)
+    Chem.SanitizeMol(whole)
+    notes.append("inorganic mixture/salt: scored as a whole")
+    return whole, notes
 
 
 def try_parse_smiles(smiles: str) -> tuple[ParsedMolecule | None, str | None]:
@@ -123,11 +172,13 @@ def try_parse_smiles(smiles: str) -> tuple[ParsedMolecule | None, str | None]:
         return None, str(exc)
 
 
-def check_protein(sequence: str) -> str:
-    """Validate and clean a protein sequence (upper case, whitespace and a trailing '*' removed).
+def clean_protein(sequence: str) -> tuple[str, str | None]:
+    """Validate and clean a protein sequence: `(sequence, note)`.
 
-    Accepts the 20 standard amino-acid letters plus X; raises `InvalidInput` for an empty sequence,
-    another letter, or a nucleotide sequence, and `LimitExceeded` outside the length bounds.
+    Upper-cases, removes whitespace and a trailing '*', maps U -> C, O -> K and B, Z, J -> X (the note
+    says which and how many); accepts the 20 standard amino-acid letters plus X. Raises `InvalidInput`
+    for an empty sequence, another letter, or a nucleotide sequence, and `LimitExceeded` outside the
+    length bounds.
     """
     limits = get_settings().dti
     if not isinstance(sequence, str):
@@ -149,20 +200,28 @@ def check_protein(sequence: str) -> str:
             f"Protein sequence {seq!r} has {len(seq)} residues, fewer than {limits.min_protein_length}.",
             hint="Give a full protein sequence (set RESEARCH_MCP_DTI__MIN_PROTEIN_LENGTH to accept peptides).",
         )
-    bad = sorted({c for c in seq if c not in PROTEIN_ALPHABET})
-    if bad:
-        pos = next(i for i, c in enumerate(seq) if c not in PROTEIN_ALPHABET)
-        raise InvalidInput(
-            f"Not a protein sequence: character(s) {', '.join(repr(b) for b in bad)} (first at position {pos + 1}) "
-            "are not among the 20 standard amino acids or X.",
-            hint="Use one-letter codes ACDEFGHIKLMNPQRSTVWY, with X for unknown residues (B, Z, U, O -> X).",
-        )
     if len(seq) >= 20 and set(seq) <= NUCLEOTIDES:
         raise InvalidInput(
             "This looks like a nucleotide (DNA/RNA) sequence, not a protein.",
             hint="Translate it to amino acids first, or pass the protein sequence.",
         )
-    return seq
+    mapped = [f"{seq.count(c)} {RESIDUE_NAMES[c]} {c} -> {RESIDUE_MAP[c]}" for c in RESIDUE_MAP if c in seq]
+    seq = seq.translate(_RESIDUE_TABLE)
+    bad = sorted({c for c in seq if c not in PROTEIN_ALPHABET})
+    if bad:
+        pos = next(i for i, c in enumerate(seq) if c not in PROTEIN_ALPHABET)
+        raise InvalidInput(
+            f"Not a protein sequence: character(s) {', '.join(repr(b) for b in bad)} (first at position {pos + 1}) "
+            "are not amino-acid codes.",
+            hint="Use one-letter codes ACDEFGHIKLMNPQRSTVWY, X for unknown residues; U, O, B, Z and J are "
+            "accepted and mapped (U -> C, O -> K, B/Z/J -> X).",
+        )
+    return seq, ("protein residues mapped: " + ", ".join(mapped)) if mapped else None
+
+
+def check_protein(sequence: str) -> str:
+    """The cleaned sequence of `clean_protein` (its note dropped)."""
+    return clean_protein(sequence)[0]
 
 
 def try_check_protein(sequence: str) -> tuple[str | None, str | None]:
@@ -171,3 +230,11 @@ def try_check_protein(sequence: str) -> tuple[str | None, str | None]:
         return check_protein(sequence), None
     except ResearchError as exc:
         return None, str(exc)
+
+
+def protein_note(sequence: str) -> str | None:
+    """The note of `clean_protein` for a sequence (None when nothing was mapped or it is invalid)."""
+    try:
+        return clean_protein(sequence)[1]
+    except ResearchError:
+        return None

@@ -204,8 +204,10 @@ def read_pairs(path: Path, require_label: bool = False) -> tuple[list[RawRecord]
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> Path:
-    """Write rows to a CSV file with a header."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    """Write rows to a CSV file with a header (atomically: the file appears only when complete)."""
+    from tools.atomic import atomic_output
+
+    with atomic_output(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(header)
         for r in rows:
@@ -218,7 +220,9 @@ def write_sdf(path: Path, records: Iterable[tuple[str, str, dict[str, object]]])
     from rdkit import Chem
     from rdkit.Chem import rdDepictor
 
-    with Chem.SDWriter(str(path)) as w:
+    from tools.atomic import atomic_output
+
+    with atomic_output(path) as tmp, Chem.SDWriter(str(tmp)) as w:
         for name, smiles, props in records:
             mol = Chem.MolFromSmiles(smiles)
             if mol is None:

@@ -1,87 +1,367 @@
-"""Featurizing many molecules at once: per-row results with errors, in parallel processes for big libraries."""
+"""Screening a molecule library of any size: streamed in partitions, scored on Dask, top-k merged exactly.
+
+The library file (SMILES, CSV/TSV, SDF, optionally gzipped, or Parquet) is read as a stream; each
+partition of `screen_partition_rows` records is featurized and scored in one task (`tools.execution`).
+Each task returns its rows (written in order to one Parquet file of full scores) and its own top-k
+molecules; merging the partitions' top-k lists gives the exact global top-k, because a molecule among
+the k best overall is among the k best of the partition where it scores highest. Molecules are grouped
+by InChIKey (of the kept fragment), so one molecule written two ways is one hit carrying every input id.
+"""
 
 from __future__ import annotations
 
-import multiprocessing as mp
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+import csv
+import functools
+import gzip
+import heapq
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from tools.dti.chem import sanitize_smiles
-from tools.dti.features import DrugFeatures, drug_features_from_mol
-from tools.errors import ResearchError
+from tools.atomic import atomic_output
+from tools.dti.files import (
+    ID_COLUMNS,
+    SMILES_COLUMNS,
+    _iter_sdf,
+    _iter_smi,
+    _iter_table,
+    _pick,
+    file_kind,
+    table_columns,
+)
+from tools.errors import InvalidInput, LimitExceeded, ResearchError
+from tools.progress import Progress, report
 
-PARALLEL_MIN = 20_000
-CHUNK = 2_000
+Record = tuple[int, str, str, str | None]  # (1-based row, id, SMILES as given, error already known)
+
+PARQUET_SCHEMA_FIELDS = (
+    ("row", "int64"),
+    ("id", "string"),
+    ("input", "string"),
+    ("smiles", "string"),
+    ("inchikey", "string"),
+    ("score", "float64"),
+    ("note", "string"),
+    ("error", "string"),
+)
+
+
+def library_kind(path: Path) -> str:
+    """'parquet', or the text kind of `tools.dti.files.file_kind` ('sdf', 'csv', 'tsv', 'smi')."""
+    if path.name.lower().endswith((".parquet", ".pq")):
+        return "parquet"
+    return file_kind(path)
+
+
+def count_records(path: Path) -> int:
+    """An upper bound on the records of a library (lines, SDF records or Parquet rows), read fast."""
+    kind = library_kind(path)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    opener = gzip.open if path.suffix == ".gz" else open
+    marker = b"$$$$" if kind == "sdf" else b"\n"
+    n = 0
+    with opener(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            n += chunk.count(marker)
+    return n + (1 if kind != "sdf" else 0)
+
+
+def iter_library(path: Path) -> Iterator[Record]:
+    """Every record of a library file, streamed: `(row, id, smiles, error)`."""
+    kind = library_kind(path)
+    if kind == "parquet":
+        yield from _iter_parquet(path)
+        return
+    if kind in ("smi", "sdf"):
+        for r in _iter_smi(path) if kind == "smi" else _iter_sdf(path):
+            yield r.row, r.id, r.smiles, r.fields.get("_error")
+        return
+    header = table_columns(path)
+    col, idcol = _columns(header, path)
+    for i, rec in enumerate(_iter_table(path, "\t" if kind == "tsv" else ","), start=1):
+        rid = (rec.get(idcol) or "").strip() if idcol else ""
+        yield i, rid or f"row{i}", (rec.get(col) or "").strip(), None
+
+
+def _columns(header: list[str], path: Path) -> tuple[str, str | None]:
+    col = _pick(header, SMILES_COLUMNS)
+    if col is None:
+        raise InvalidInput(
+            f"{path.name} has no SMILES column (columns: {', '.join(header) or 'none'}).",
+            hint="Name the column 'SMILES' (or smiles, canonical_smiles, smi).",
+        )
+    return col, _pick(header, ID_COLUMNS)
+
+
+def _iter_parquet(path: Path) -> Iterator[Record]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    col, idcol = _columns(pf.schema_arrow.names, path)
+    row = 0
+    for batch in pf.iter_batches(batch_size=8192, columns=[c for c in (col, idcol) if c]):
+        smiles = batch.column(col).to_pylist()
+        ids = batch.column(idcol).to_pylist() if idcol else [None] * len(smiles)
+        for s, rid in zip(smiles, ids, strict=True):
+            row += 1
+            yield row, (str(rid).strip() if rid is not None else "") or f"row{row}", (s or "").strip(), None
+
+
+def partitions(records: Iterator[Record], size: int, limit: int) -> Iterator[list[Record]]:
+    """Consecutive lists of `size` records; `LimitExceeded` once more than `limit` records were read."""
+    seen = 0
+    while block := list(itertools.islice(records, size)):
+        seen += len(block)
+        if seen > limit:
+            raise LimitExceeded("Library records (counting stopped at the limit)", seen, limit,
+                                "RESEARCH_MCP_DTI__MAX_SCREEN_ROWS")
+        yield block
+
+
+# ------------------------------------------------------------------ one partition, in a worker
+
+
+@dataclass(frozen=True)
+class ScreenTask:
+    model: str
+    target: str  # a validated sequence
+    top_k: int
+    records: list[Record]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The best-scoring occurrence of one molecule (group key: InChIKey) in a partition."""
+
+    score: float
+    row: int
+    key: str
+    id: str
+    smiles: str
+    inchikey: str | None
+    note: str | None
+
+    def order(self) -> tuple[float, int]:
+        return (-self.score, self.row)
 
 
 @dataclass
-class MolResult:
-    """One input molecule: its features, or the reason it was rejected, and any salt-stripping note."""
+class ScreenPart:
+    """Every row of a partition and its best `top_k` molecules."""
 
-    features: DrugFeatures | None
-    note: str | None
-    error: str | None
-
-
-def _one(smiles: str) -> tuple[DrugFeatures | None, str | None, str | None]:
-    try:
-        parsed, mol = sanitize_smiles(smiles)
-        return drug_features_from_mol(mol, parsed.smiles), parsed.note, None
-    except ResearchError as exc:
-        return None, None, str(exc)
+    rows: list[int]
+    ids: list[str]
+    inputs: list[str]
+    smiles: list[str | None]
+    inchikeys: list[str | None]
+    scores: np.ndarray
+    notes: list[str | None]
+    errors: list[str | None]
+    top: list[Candidate] = field(default_factory=list)
 
 
-def _chunk(smiles: Sequence[str]) -> list[tuple[DrugFeatures | None, str | None, str | None]]:
-    return [_one(s) for s in smiles]
+@functools.lru_cache(maxsize=8)
+def _target_vector(model: str, target: str) -> Any:
+    from tools.dti.registry import load_model
+    from tools.dti.train import embed_table, protein_table
+
+    net, _ = load_model(model)
+    return embed_table(net, protein_table([target]), net.protein_modalities, threads=1)
 
 
-def featurize_blocks(
-    keys: Sequence[str], workers: int = 1
-) -> Iterator[tuple[int, list[tuple[DrugFeatures | None, str | None, str | None]]]]:
-    """`(offset, results)` for consecutive blocks of `keys`, in order, as each block is ready.
+def group_key(inchikey: str | None, smiles: str) -> str:
+    return inchikey or f"smiles:{smiles}"
 
-    With `workers` > 1 and a long list, blocks are featurized in that many processes, so a caller can
-    use one block while later ones are still being computed. Closing the generator early cancels the
-    blocks not yet started.
-    """
-    blocks = [keys[i : i + CHUNK] for i in range(0, len(keys), CHUNK)]
-    if workers > 1 and len(keys) >= PARALLEL_MIN:
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_chunk, b) for b in blocks]
+
+def screen_partition(task: ScreenTask) -> ScreenPart:
+    """Parse, featurize and score one partition against the target, on one thread (so any process gives
+    the same bits); rejected rows keep their reason."""
+    import torch
+    from rdkit import Chem
+    from threadpoolctl import threadpool_limits
+
+    from tools.dti.chem import sanitize_smiles
+    from tools.dti.features import drug_features_from_mol, stack_drugs
+    from tools.dti.registry import load_model
+    from tools.dti.train import _inputs, blend_block, library_neighbourhood
+
+    n = len(task.records)
+    smiles: list[str | None] = [None] * n
+    keys: list[str | None] = [None] * n
+    notes: list[str | None] = [None] * n
+    errors: list[str | None] = [None] * n
+    feats, good = [], []
+    for j, (_row, _rid, text, err) in enumerate(task.records):
+        if err:
+            errors[j] = err
+            continue
+        try:
+            parsed, mol = sanitize_smiles(text)
+        except ResearchError as exc:
+            errors[j] = str(exc)
+            continue
+        smiles[j], notes[j] = parsed.smiles, parsed.note
+        canonical = Chem.MolFromSmiles(parsed.smiles)  # stereo perceived as in the SMILES that is scored
+        keys[j] = (Chem.MolToInchiKey(canonical) if canonical is not None else "") or None
+        feats.append(drug_features_from_mol(mol, parsed.smiles))
+        good.append(j)
+    scores = np.full(n, np.nan)
+    if good:
+        net, _ = load_model(task.model)
+        threads = torch.get_num_threads()
+        try:
+            with torch.no_grad(), threadpool_limits(1):
+                torch.set_num_threads(1)
+                pvec = _target_vector(task.model, task.target)
+                table = stack_drugs(feats)
+                dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
+                nbr = library_neighbourhood(net, table["ecfp"], [f.smiles for f in feats], task.target)
+                logit = net.interaction_logit(dvec, pvec.expand(len(good), -1), nbr)
+                scores[np.array(good)] = blend_block(net, logit, table, task.target, nbr)
+        finally:
+            torch.set_num_threads(threads)
+    part = ScreenPart([r[0] for r in task.records], [r[1] for r in task.records], [r[2] for r in task.records],
+                      smiles, keys, scores, notes, errors)
+    part.top = partition_top(part, task.top_k)
+    return part
+
+
+def partition_top(part: ScreenPart, k: int) -> list[Candidate]:
+    """The best occurrence of each molecule of a partition, the `k` best molecules first."""
+    best: dict[str, Candidate] = {}
+    for j in np.flatnonzero(np.isfinite(part.scores)):
+        smi = part.smiles[j]
+        assert smi is not None
+        c = Candidate(float(part.scores[j]), part.rows[j], group_key(part.inchikeys[j], smi), part.ids[j], smi,
+                      part.inchikeys[j], part.notes[j])
+        old = best.get(c.key)
+        if old is None or c.order() < old.order():
+            best[c.key] = c
+    return heapq.nsmallest(k, best.values(), key=Candidate.order)
+
+
+class TopK:
+    """The exact k best molecules over partitions merged in row order (ties: the earlier row first)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.best: dict[str, Candidate] = {}
+
+    def add(self, candidates: list[Candidate]) -> None:
+        for c in candidates:
+            old = self.best.get(c.key)
+            if old is None or c.order() < old.order():
+                self.best[c.key] = c
+        if len(self.best) > 4 * self.k:
+            self.best = {c.key: c for c in self.ranked()}
+
+    def ranked(self) -> list[Candidate]:
+        return heapq.nsmallest(self.k, self.best.values(), key=Candidate.order)
+
+
+# ------------------------------------------------------------------ the whole screen, in the caller
+
+
+@dataclass
+class ScreenSummary:
+    records: int
+    scored: int
+    rejected: int
+    partitions: int
+    hits: list[tuple[Candidate, list[str]]]  # best first, with every input id of the molecule
+    scores_parquet: Path
+    rejected_csv: Path | None
+
+
+def _arrow_table(part: ScreenPart) -> Any:
+    import pyarrow as pa
+
+    scores = [None if not math.isfinite(x) else float(x) for x in part.scores]
+    cols = [part.rows, part.ids, part.inputs, part.smiles, part.inchikeys, scores, part.notes, part.errors]
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in PARQUET_SCHEMA_FIELDS])
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
+
+
+def screen_library(path: Path, target: str, model: str, top_k: int, scores_path: Path, rejected_path: Path,
+                   partition_rows: int, max_rows: int, progress: Progress | None = None) -> ScreenSummary:
+    """Score every record of `path` against `target`; write all rows to `scores_path` (Parquet) and the
+    rejected ones to `rejected_path` (CSV, only when there are any); return the top-k molecules."""
+    import pyarrow.parquet as pq
+
+    from tools.execution import map_partitions
+
+    total = count_records(path)
+    tasks = (ScreenTask(model, target, top_k, block) for block in partitions(iter_library(path), partition_rows,
+                                                                              max_rows))
+    top = TopK(top_k)
+    records = scored = rejected = n_parts = 0
+    report(progress, 0, total, "featurizing and scoring")
+    with atomic_output(scores_path) as tmp_scores, atomic_output(rejected_path) as tmp_rej:
+        with open(tmp_rej, "w", newline="", encoding="utf-8") as rej_fh:
+            rej = csv.writer(rej_fh)
+            rej.writerow(["row", "id", "input", "error"])
+            writer = None
             try:
-                for k, f in enumerate(futures):
-                    yield k * CHUNK, f.result()
+                for part in map_partitions(screen_partition, tasks, progress=progress, name="dti-screen"):
+                    table = _arrow_table(part)
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp_scores, table.schema, compression="zstd")
+                    writer.write_table(table)
+                    top.add(part.top)
+                    n_parts += 1
+                    records += len(part.rows)
+                    ok = int(np.isfinite(part.scores).sum())
+                    scored += ok
+                    rejected += len(part.rows) - ok
+                    for j, err in enumerate(part.errors):
+                        if err is not None:
+                            rej.writerow([part.rows[j], part.ids[j], part.inputs[j][:200], err])
+                    report(progress, records, max(total, records), "featurizing and scoring")
             finally:
-                for f in futures:
-                    f.cancel()
-    else:
-        for k, b in enumerate(blocks):
-            yield k * CHUNK, _chunk(b)
+                if writer is not None:
+                    writer.close()
+        if records == 0:
+            raise InvalidInput(f"The library {path.name!r} holds no molecules.", hint="Check the file.")
+    if not rejected:
+        rejected_path.unlink()
+    ranked = top.ranked()
+    ids = ids_of(scores_path, {c.key for c in ranked})
+    return ScreenSummary(records, scored, rejected, n_parts, [(c, ids[c.key]) for c in ranked], scores_path,
+                         rejected_path if rejected else None)
 
 
-def featurize_many(
-    smiles: Sequence[str], workers: int = 1, on_block: Callable[[int, int], None] | None = None
-) -> list[MolResult]:
-    """Features of every SMILES (duplicates featurized once), in `workers` processes when the list is long.
+def ids_of(scores_path: Path, keys: set[str]) -> dict[str, list[str]]:
+    """Every input id of the molecules `keys` (group keys), in row order, read back from the scores file."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-    `on_block(done, total)` is called between blocks (it may raise to cancel).
-    """
-    uniq: dict[str, int] = {}
-    for s in smiles:
-        uniq.setdefault(s, len(uniq))
-    keys = list(uniq)
-    out: list[tuple[DrugFeatures | None, str | None, str | None]] = []
-    for _, block in featurize_blocks(keys, workers):
-        out.extend(block)
-        if on_block:
-            on_block(len(out), len(keys))
-    res = [MolResult(*t) for t in out]
-    return [res[uniq[s]] for s in smiles]
+    out: dict[str, list[str]] = {k: [] for k in keys}
+    if not keys:
+        return out
+    inchikeys = [k for k in keys if not k.startswith("smiles:")]
+    smiles = [k.removeprefix("smiles:") for k in keys if k.startswith("smiles:")]
+    for batch in pq.ParquetFile(scores_path).iter_batches(columns=["id", "smiles", "inchikey"], batch_size=65536):
+        hit = pc.or_(pc.fill_null(pc.is_in(batch.column("inchikey"), value_set=_pa_strings(inchikeys)), False),
+                     pc.fill_null(pc.and_(pc.is_null(batch.column("inchikey")),
+                                          pc.is_in(batch.column("smiles"), value_set=_pa_strings(smiles))), False))
+        if not pc.any(hit).as_py():
+            continue
+        sel = batch.filter(hit)
+        for rid, smi, key in zip(sel.column("id").to_pylist(), sel.column("smiles").to_pylist(),
+                                 sel.column("inchikey").to_pylist(), strict=True):
+            out[group_key(key, smi)].append(rid)
+    return out
 
 
-def valid_index(results: Sequence[MolResult]) -> np.ndarray:
-    return np.array([i for i, r in enumerate(results) if r.features is not None], dtype=np.int64)
+def _pa_strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.string())

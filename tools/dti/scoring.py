@@ -7,16 +7,23 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from tools.dti.chem import check_protein, try_check_protein, try_parse_smiles
-from tools.dti.files import file_kind, read_molecules, read_pairs, write_csv
+from tools.atomic import atomic_output
+from tools.dti.chem import check_protein, protein_note, try_check_protein, try_parse_smiles
+from tools.dti.files import read_molecules, read_pairs, write_csv
 from tools.dti.files import write_sdf as write_sdf_file
-from tools.dti.registry import DEFAULT_MODEL, load_model
+from tools.dti.registry import DEFAULT_MODEL, SHIPPED_HELP, load_model
 from tools.errors import InvalidInput, LimitExceeded
 from tools.paths import output_path, resolve_input
-from tools.progress import Progress, report
+from tools.progress import Progress, checkpoint, report
 from tools.settings import get_settings
 
-ModelName = Annotated[str, Field(description="Model name: 'default' (shipped) or one trained with dti_train.")]
+ModelName = Annotated[
+    str,
+    Field(
+        description=f"Model name: a shipped model, {SHIPPED_HELP}, or one trained with dti_train "
+        "(dti_model_card lists them, with their training files and overlap warnings)."
+    ),
+]
 
 
 def _limits():
@@ -39,7 +46,9 @@ class ItemCheck(BaseModel):
     canonical: str | None = Field(
         None, description="Canonical SMILES of the kept fragment, or cleaned sequence length."
     )
-    note: str | None = Field(None, description="What was changed (salt or mixture stripped).")
+    note: str | None = Field(
+        None, description="What was changed (water, salt or mixture stripped; inorganic; residues mapped)."
+    )
     error: str | None = Field(None, description="Why the item is invalid and how to fix it.")
 
 
@@ -66,9 +75,11 @@ def dti_validate(
     """Check molecules and protein sequences before scoring: parse, sanitize, strip salts, bound sizes.
 
     Use it to see which inputs dti_score / dti_screen would reject and why. Each SMILES is parsed and
-    sanitized with RDKit; mixtures and salts keep their largest organic fragment (reported in `note`).
-    Sequences must use the 20 standard amino-acid letters plus X, within the length bounds. Returns
-    per-item results (inline up to max_inline_rows, all rows in report_csv when longer).
+    sanitized with RDKit; hydrate water is removed, mixtures and salts keep their largest organic
+    fragment, inorganic compounds (metal ions, inorganic salts) are kept whole and flagged (all in
+    `note`). Sequences use the 20 standard amino-acid letters plus X; U -> C, O -> K and B/Z/J -> X are
+    mapped (noted). Returns per-item results (inline up to max_inline_rows, all rows in report_csv
+    when longer).
     """
     items: list[str] = list(smiles or [])
     rows = list(range(len(items)))
@@ -102,6 +113,7 @@ def dti_validate(
                 input=q[:80],
                 ok=clean is not None,
                 canonical=f"{len(clean)} residues" if clean else None,
+                note=protein_note(q) if clean else None,
                 error=err,
             )
         )
@@ -193,6 +205,7 @@ def dti_featurize(
     errors: list[ItemCheck] = []
     rows = []
     for i, (mid, s) in enumerate(items):
+        checkpoint()
         try:
             parsed, mol = sanitize_smiles(s)
         except ResearchError as exc:
@@ -265,8 +278,10 @@ class PairScore(BaseModel):
     id: str | None = None
     score: float | None = Field(None, description="Interaction probability in [0, 1]; null for a rejected row.")
     smiles: str | None = Field(None, description="Canonical SMILES that was scored.")
-    note: str | None = None
-    error: str | None = None
+    note: str | None = Field(
+        None, description="What was changed before scoring (salt stripped, inorganic, residues mapped)."
+    )
+    error: str | None = Field(None, description="Why this row was not scored, and how to fix it.")
 
 
 class ScoreResult(BaseModel):
@@ -290,9 +305,11 @@ def dti_score(
 
     Use it for a handful to many pairs (batched; each distinct drug and protein is encoded once). A pair
     found among the model's training pairs is scored with itself left out of its neighbourhood, so the
-    score is a prediction, not a lookup of the known label. Bad rows (invalid SMILES, non-protein
-    sequence) are reported with their reason and the rest are still scored. Returns scores inline up
-    to max_inline_rows and a CSV of all rows for larger inputs.
+    score is a prediction, not a lookup of the known label. Pick the model whose training pairs exclude
+    the ones you want predicted (`model`; dti_model_card states each one's training files and overlap).
+    Metal ions and inorganic compounds are scored with a note; U/O/B/Z/J residues are mapped (noted).
+    Bad rows (invalid SMILES, non-protein sequence) are reported with their reason and the rest are
+    still scored. Returns scores inline up to max_inline_rows and a CSV of all rows for larger inputs.
     """
     import numpy as np
 
@@ -312,18 +329,22 @@ def dti_score(
     tables, di, pi, errors = build_tables([it[2] for it in items], [it[3] for it in items])
     ok = np.flatnonzero(di >= 0)
     report(progress, len(items) // 2, len(items), "scoring")
-    probs = predict(net, tables, di[ok], pi[ok], threads=_limits().threads) if len(ok) else np.zeros(0)
+    check = progress.check if progress is not None else None
+    probs = predict(net, tables, di[ok], pi[ok], threads=_limits().threads, check=check) if len(ok) else np.zeros(0)
     score_of = dict(zip(ok.tolist(), probs.tolist(), strict=True))
     out = []
-    for k, (i, pid, smi, _) in enumerate(items):
+    for k, (i, pid, smi, seq) in enumerate(items):
+        if progress is not None and k % 4096 == 0:
+            progress.check()
         parsed, _err = try_parse_smiles(smi) if k in score_of else (None, None)
+        notes = [n for n in ((parsed.note if parsed else None), protein_note(seq) if parsed else None) if n]
         out.append(
             PairScore(
                 index=i,
                 id=pid,
                 score=score_of.get(k),
                 smiles=parsed.smiles if parsed else None,
-                note=parsed.note if parsed else None,
+                note="; ".join(notes) or None,
                 error=errors.get(k),
             )
         )
@@ -353,8 +374,10 @@ def dti_score(
 
 class Hit(BaseModel):
     rank: int
-    id: str
+    id: str = Field(description="Input id of the best-scoring record of this molecule.")
+    ids: list[str] = Field(description="Every input id of this molecule (the same InChIKey), in file order.")
     smiles: str
+    inchikey: str | None = None
     score: float
 
 
@@ -364,9 +387,14 @@ class ScreenResult(BaseModel):
     scored: int
     rejected: int
     top: list[Hit] = Field(description="Best-ranked hits inline (at most 20).")
-    hits_csv: str = Field(description="CSV of the top_k hits: rank, id, smiles, score, note.")
+    hits_csv: str = Field(description="CSV of the top_k hits: rank, id, ids, smiles, inchikey, score, note.")
     hits_sdf: str | None = Field(None, description="SDF of the top_k hits with score properties (if asked).")
+    scores_parquet: str = Field(
+        description="Parquet of every record: row, id, input, smiles, inchikey, score (null if rejected), note, error."
+    )
     rejected_csv: str | None = Field(None, description="CSV of the rejected records with reasons.")
+    partitions: int = Field(description="Partitions the library was streamed in (one Dask task each).")
+    distributed: bool = Field(description="Whether the partitions ran on a Dask cluster (else in this process).")
     seconds: float
     molecules_per_second: float
 
@@ -376,8 +404,8 @@ def dti_screen(
     library: Annotated[
         str,
         Field(
-            description="Molecule library: .sdf/.csv/.smi path (gz allowed) or sample:// URI, "
-            "e.g. sample://dti/screening_library.smi."
+            description="Molecule library: .smi/.csv/.tsv/.sdf (gz allowed) or .parquet (a SMILES column) path, "
+            "or a sample:// URI, e.g. sample://dti/screening_library.smi."
         ),
     ],
     top_k: Annotated[int, Field(ge=1, description="How many top-ranked hits to write.")] = 100,
@@ -385,20 +413,17 @@ def dti_screen(
     write_sdf: Annotated[bool, Field(description="Also write the hits as SDF.")] = True,
     progress: Progress | None = None,
 ) -> ScreenResult:
-    """Screen a molecule library against one target: score every molecule, rank, write the top-k hits.
+    """Screen a molecule library of any size against one target: score every molecule, rank, write the top-k.
 
-    Use it for virtual screening. The target is encoded once; molecules are featurized in parallel
-    blocks (cached by canonical SMILES), each block scored as soon as it is ready. Rejected records
-    are listed in a CSV with reasons. Returns the top hits inline (<= 20) and CSV/SDF paths; bounded
-    by max_file_rows.
+    Use it for virtual screening. The library is streamed in partitions (never read whole), each
+    partition featurized and scored as one Dask task (an embedded local cluster, or the one named by
+    RESEARCH_MCP_DASK_SCHEDULER); the top-k is merged exactly. The same molecule written two ways
+    (same InChIKey) is one hit listing every input id. Every record's score goes to a Parquet file,
+    rejected records to a CSV with reasons. Returns the top hits inline (<= 20) and the file paths;
+    bounded by max_screen_rows.
     """
-    import numpy as np
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    from tools.dti.features import protein_features, stack_drugs
-    from tools.dti.library import PARALLEL_MIN, MolResult, featurize_blocks
-    from tools.dti.train import _inputs, embed_table, library_neighbourhood, protein_table
+    from tools.dti.library import library_kind, screen_library
+    from tools.execution import will_distribute
 
     t0 = time.time()
     lim = _limits()
@@ -406,84 +431,43 @@ def dti_screen(
         raise LimitExceeded("top_k", top_k, lim.max_top_k, "RESEARCH_MCP_DTI__MAX_TOP_K")
     seq = check_protein(target)
     lib_path = resolve_input(library)
-    file_kind(lib_path)
-    recs = read_molecules(lib_path)
-    if not recs:
-        raise InvalidInput(f"The library {library!r} holds no molecules.", hint="Check the file.")
-    _check_batch(len(recs), "Library size")
-    net, _card = load_model(model)
-    protein_features(seq)
-
-    # each block of distinct molecules is scored as soon as it is featurized, while the worker
-    # processes featurize the next blocks
-    uniq: dict[str, int] = {}
-    for r in recs:
-        uniq.setdefault(r.smiles, len(uniq))
-    keys = list(uniq)
-    key_results: list[MolResult] = []
-    key_scores = np.zeros(len(keys))
-    parallel = lim.threads > 1 and len(keys) >= PARALLEL_MIN
-    # while worker processes featurize, this process scores on one thread (more would contend with them)
-    threads = 1 if parallel else max(1, lim.threads)
-    torch_threads = torch.get_num_threads()
-    try:
-        pvec = embed_table(net, protein_table([seq]), net.protein_modalities, threads=threads)
-        with torch.no_grad(), threadpool_limits(threads):
-            for offset, block in featurize_blocks(keys, workers=lim.threads):
-                res = [MolResult(*t) for t in block]
-                key_results.extend(res)
-                good = [j for j, r in enumerate(res) if r.features is not None]
-                if good:
-                    feats = [res[j].features for j in good]
-                    table = stack_drugs(feats)  # type: ignore[arg-type]
-                    dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
-                    smiles = [f.smiles for f in feats]  # type: ignore[union-attr]
-                    nbr = library_neighbourhood(net, table["ecfp"], smiles, seq)
-                    logit = net.interaction_logit(dvec, pvec.expand(len(good), -1), nbr)
-                    key_scores[offset + np.array(good)] = torch.sigmoid(logit).double().numpy()
-                report(progress, offset + len(block), len(keys), "featurizing and scoring")
-    finally:
-        torch.set_num_threads(torch_threads)
-    results = [key_results[uniq[r.smiles]] for r in recs]
-    ok = [i for i, r in enumerate(results) if r.features is not None]
-    scores = np.array([key_scores[uniq[recs[i].smiles]] for i in ok])
-    order = np.argsort(-scores, kind="stable")[:top_k]
-    hits = [(int(r + 1), recs[ok[j]], results[ok[j]], float(scores[j])) for r, j in enumerate(order)]
-    csv_path = write_csv(
-        output_path("dti_screen_hits", ".csv"),
-        ["rank", "id", "smiles", "score", "note"],
-        [(rank, rec.id, res.features.smiles, sc, res.note) for rank, rec, res, sc in hits],
+    library_kind(lib_path)
+    load_model(model)
+    summary = screen_library(
+        lib_path, seq, model, top_k, output_path("dti_screen_scores", ".parquet"),
+        output_path("dti_screen_rejected", ".csv"), lim.screen_partition_rows, lim.max_screen_rows, progress,
     )
+    hits = [
+        Hit(rank=r, id=c.id, ids=ids, smiles=c.smiles, inchikey=c.inchikey, score=c.score)
+        for r, (c, ids) in enumerate(summary.hits, start=1)
+    ]
+    notes = [c.note for c, _ in summary.hits]
+    csv_path = output_path("dti_screen_hits", ".csv")
+    with atomic_output(csv_path) as tmp:
+        write_csv(tmp, ["rank", "id", "ids", "smiles", "inchikey", "score", "note"],
+                  [(h.rank, h.id, ";".join(h.ids), h.smiles, h.inchikey, h.score, n) for h, n in zip(hits, notes,
+                                                                                                  strict=True)])
     sdf_path = None
     if write_sdf:
-        sdf_path = str(
-            write_sdf_file(
-                output_path("dti_screen_hits", ".sdf"),
-                [(rec.id, res.features.smiles, {"rank": rank, "score": sc}) for rank, rec, res, sc in hits],
-            )
-        )
-    bad = [
-        (recs[i].row, recs[i].id, recs[i].smiles[:200], results[i].error)
-        for i, r in enumerate(results)
-        if r.features is None
-    ]
-    rej_path = (
-        str(write_csv(output_path("dti_screen_rejected", ".csv"), ["row", "id", "input", "error"], bad))
-        if bad
-        else None
-    )
+        sdf_path = output_path("dti_screen_hits", ".sdf")
+        with atomic_output(sdf_path) as tmp:
+            write_sdf_file(tmp, [(h.id, h.smiles, {"rank": h.rank, "score": h.score, "ids": ";".join(h.ids),
+                                                   "inchikey": h.inchikey or ""}) for h in hits])
     secs = time.time() - t0
     return ScreenResult(
         model=model,
-        library_size=len(recs),
-        scored=len(ok),
-        rejected=len(bad),
-        top=[Hit(rank=rank, id=rec.id, smiles=res.features.smiles, score=sc) for rank, rec, res, sc in hits[:20]],
+        library_size=summary.records,
+        scored=summary.scored,
+        rejected=summary.rejected,
+        top=hits[:20],
         hits_csv=str(csv_path),
-        hits_sdf=sdf_path,
-        rejected_csv=rej_path,
+        hits_sdf=str(sdf_path) if sdf_path else None,
+        scores_parquet=str(summary.scores_parquet),
+        rejected_csv=str(summary.rejected_csv) if summary.rejected_csv else None,
+        partitions=summary.partitions,
+        distributed=will_distribute(summary.partitions),
         seconds=round(secs, 3),
-        molecules_per_second=round(len(recs) / max(secs, 1e-9), 1),
+        molecules_per_second=round(summary.records / max(secs, 1e-9), 1),
     )
 
 
@@ -521,15 +505,16 @@ def dti_explain(
 
     Each on-bit of the model's ECFP4 input is switched off in turn with the other drug modalities held
     fixed (the neighbourhood features, which compare fingerprints, are recomputed from the edited
-    bits); the score drop is that bit's contribution, mapped to atoms through the Morgan environments
-    (centre atom and radius) that set it. Returns ranked bits, per-atom weights and an SVG path.
+    bits, and the boosted member reads the edited bits too); the score drop is that bit's contribution,
+    mapped to atoms through the Morgan environments (centre atom and radius) that set it. Returns ranked
+    bits, per-atom weights and an SVG path.
     """
     import numpy as np
     import torch
     from rdkit import Chem
 
     from tools.dti.features import drug_features, ecfp_bit_atoms, stack_drugs
-    from tools.dti.train import _inputs, embed_table, library_neighbourhood, protein_table
+    from tools.dti.train import _inputs, blend_block, embed_table, library_neighbourhood, protein_table
 
     parsed, err = try_parse_smiles(smiles)
     if parsed is None:
@@ -547,7 +532,7 @@ def dti_explain(
     with torch.no_grad():
         dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(bits) + 1)), net.drug_modalities))
         nbr = library_neighbourhood(net, table["ecfp"], [parsed.smiles] * len(dvec), seq)
-        probs = torch.sigmoid(net.interaction_logit(dvec, pvec.expand(len(dvec), -1), nbr)).double().numpy()
+        probs = blend_block(net, net.interaction_logit(dvec, pvec.expand(len(dvec), -1), nbr), table, seq, nbr)
     base = float(probs[0])
     deltas = base - probs[1:]
     weights = np.zeros(mol.GetNumAtoms())
@@ -585,8 +570,9 @@ def dti_explain(
         }
         d2.DrawMolecule(mol, highlightAtoms=list(colours), highlightAtomColors=colours, highlightBonds=[])
         d2.FinishDrawing()
-        p = output_path("dti_explain", ".svg")
-        p.write_text(d2.GetDrawingText(), encoding="utf-8")
+        from tools.atomic import write_text
+
+        p = write_text(output_path("dti_explain", ".svg"), d2.GetDrawingText())
         svg_path = str(p)
     return ExplainResult(
         model=model,

@@ -46,6 +46,10 @@ class TrainConfig:
     cold_simulation: float = 0.5  # per pair and side, chance its neighbourhood block is dropped (unseen drug/target)
     neighbour_head: bool = True  # a second head on the neighbourhood embedding alone, added to the logit
     members: int = 3  # networks trained from consecutive seeds; their probabilities are averaged
+    boost: bool = True  # a gradient-boosted member (tools/dti/boost.py) blended with the networks
+    boost_weight: float = 0.5  # its share of the blended probability (chosen on validation pairs when given)
+    boost_iterations: int = 100
+    boost_cold_simulation: float = 0.5  # the boosted member's cold simulation (see tools/dti/boost.py)
     seed: int = 0
     threads: int = 1
 
@@ -143,14 +147,20 @@ def _inputs(torch: Any, table: dict[str, np.ndarray], idx: np.ndarray) -> dict[s
     return {k: torch.from_numpy(np.ascontiguousarray(v[idx])) for k, v in table.items()}
 
 
+BLEND_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
 def fit(
     tables: Tables,
     pairs: Pairs,
     cfg: TrainConfig,
     progress: ProgressFn | None = None,
+    val: Pairs | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Train a model on labelled pairs: `cfg.members` networks from seeds seed, seed+1, ... (an ensemble
-    that averages their probabilities when more than one), sharing one neighbourhood reference.
+    that averages their probabilities when more than one), sharing one neighbourhood reference, and with
+    `cfg.boost` a gradient-boosted member blended in with weight `cfg.boost_weight`, or, when labelled
+    validation pairs `val` are given, the weight of `BLEND_WEIGHTS` with the best validation AUROC.
 
     Each network: optional GRAM pretraining on the positives, then fine-tuning, which minimises binary
     cross-entropy of the interaction logit, plus `gram_weight` x the GRAM loss on the batch's positives,
@@ -177,11 +187,57 @@ def fit(
         model, history = _fit_member(tables, pairs, replace(cfg, seed=cfg.seed + k), member_progress, index, nbr_all)
         models.append(model)
     if n == 1:
-        return models[0], history
-    ensemble = DTIEnsemble(models)
-    ensemble.activity_mean = models[0].activity_mean  # type: ignore[attr-defined]
-    ensemble.activity_std = models[0].activity_std  # type: ignore[attr-defined]
-    return ensemble, history
+        net = models[0]
+    else:
+        net = DTIEnsemble(models)
+        net.activity_mean = models[0].activity_mean  # type: ignore[attr-defined]
+        net.activity_std = models[0].activity_std  # type: ignore[attr-defined]
+    net.boost, net.boost_weight = None, 0.0
+    if cfg.boost:
+        _fit_boost(net, tables, pairs, cfg, nbr_all, progress)
+        net.boost_weight = cfg.boost_weight
+        if val is not None:
+            net.boost_weight, history["validation"] = select_blend(net, tables, val, cfg.threads)
+    history["boost_weight"] = net.boost_weight
+    return net, history
+
+
+def _fit_boost(
+    net: Any, tables: Tables, pairs: Pairs, cfg: TrainConfig, nbr_all: np.ndarray | None, progress: ProgressFn | None
+) -> None:
+    from tools.dti.boost import boost_features, fit_trees
+    from tools.dti.neighbours import COLD_DRUG, COLD_TARGET
+
+    lab = np.flatnonzero(~np.isnan(pairs.y))
+    nbr = None
+    if nbr_all is not None:
+        rng = np.random.default_rng(cfg.seed + 7919)
+        nbr = nbr_all[lab].copy()
+        nbr[rng.random(len(lab)) < cfg.boost_cold_simulation, COLD_DRUG] = 0.0
+        nbr[rng.random(len(lab)) < cfg.boost_cold_simulation, COLD_TARGET] = 0.0
+    d, p = pairs.d[lab], pairs.p[lab]
+    x = boost_features(tables.drugs["ecfp"][d], tables.proteins["comp"][p], nbr)
+
+    def check(done: int, total: int) -> None:
+        if progress:
+            progress(done, total, "gradient-boosted member")
+
+    net.boost = fit_trees(x, pairs.y[lab], cfg.seed, cfg.boost_iterations, threads=cfg.threads, check=check)
+
+
+def select_blend(net: Any, tables: Tables, val: Pairs, threads: int = 1) -> tuple[float, dict[str, Any]]:
+    """The blend weight of `BLEND_WEIGHTS` with the highest AUROC on labelled validation pairs (ties go to
+    the weight nearest 0.5), and the validation AUROC of each weight."""
+    from sklearn.metrics import roc_auc_score
+
+    keep = ~np.isnan(val.y)
+    d, p, y = val.d[keep], val.p[keep], val.y[keep]
+    if len(np.unique(y)) < 2:
+        return net.boost_weight, {"pairs": len(y), "note": "one class only: default weight kept"}
+    pn, pb = predict_parts(net, tables, d, p, threads=threads)
+    scores = {w: float(roc_auc_score(y, (1 - w) * pn + w * pb)) for w in BLEND_WEIGHTS}
+    best = max(BLEND_WEIGHTS, key=lambda w: (round(scores[w], 4), -abs(w - 0.5)))
+    return best, {"pairs": len(y), "auroc_by_weight": scores, "selected": best}
 
 
 def _fit_member(
@@ -408,20 +464,70 @@ def library_neighbourhood(model: Any, ecfp: np.ndarray, smiles: Sequence[str], s
     return torch.from_numpy(x)
 
 
-def predict(model: Any, tables: Tables, d: np.ndarray, p: np.ndarray, threads: int = 1) -> np.ndarray:
-    """Interaction probabilities of pairs (indices into the tables)."""
+def predict_parts(
+    model: Any, tables: Tables, d: np.ndarray, p: np.ndarray, threads: int = 1, check: Callable[[], None] | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Probabilities of pairs (indices into the tables) from the networks and from the boosted member
+    (None for a model without one). `check()` runs between blocks and may raise to cancel."""
     torch = _torch(threads)
     dv = embed_table(model, tables.drugs, model.drug_modalities, threads=threads)
     pv = embed_table(model, tables.proteins, model.protein_modalities, threads=threads)
     nbr = model.neighbours.features_for_tables(tables, d, p) if model.neighbours is not None else None
+    boost = getattr(model, "boost", None)
     out = np.zeros(len(d), dtype=np.float64)
+    out_b = np.zeros(len(d), dtype=np.float64) if boost is not None else None
     with torch.no_grad():
         for s in range(0, len(d), 8192):
+            if check is not None:
+                check()
             sl = slice(s, s + 8192)
             x = torch.from_numpy(nbr[sl]) if nbr is not None else None
             logit = model.interaction_logit(dv[torch.from_numpy(d[sl])], pv[torch.from_numpy(p[sl])], x)
             out[sl] = torch.sigmoid(logit).double().numpy()
-    return out
+            if out_b is not None:
+                ds, ps = d[sl], p[sl]
+                out_b[sl] = boost_probabilities(
+                    model, tables.drugs["ecfp"][ds], tables.proteins["comp"][ps], nbr[sl] if nbr is not None else None
+                )
+    return out, out_b
+
+
+def boost_probabilities(model: Any, ecfp: np.ndarray, comp: np.ndarray, nbr: np.ndarray | None) -> np.ndarray:
+    """The boosted member's probabilities for per-pair rows of drug and protein inputs."""
+    from tools.dti.boost import boost_features
+
+    return model.boost.predict_proba(boost_features(ecfp, comp, nbr))
+
+
+def blend_block(model: Any, logit: Any, drugs: dict[str, np.ndarray], sequence: str, nbr: Any) -> np.ndarray:
+    """Scores of a block of drugs (a `stack_drugs` table) against one target from the networks' logits
+    (torch), blended with the boosted member when the model has one."""
+    import torch
+
+    net_prob = torch.sigmoid(logit).double().numpy()
+    if getattr(model, "boost", None) is None:
+        return net_prob
+    from tools.dti.features import protein_features
+
+    row = protein_features(sequence)[1]
+    comp = np.broadcast_to(row, (len(net_prob), len(row)))
+    nb = nbr.numpy() if nbr is not None else None
+    return blend(model, net_prob, boost_probabilities(model, drugs["ecfp"], comp, nb))
+
+
+def blend(model: Any, net_prob: np.ndarray, boost_prob: np.ndarray | None) -> np.ndarray:
+    """The model's score: networks and boosted member mixed by the model's blend weight."""
+    if boost_prob is None or getattr(model, "boost", None) is None:
+        return net_prob
+    w = float(getattr(model, "boost_weight", 0.0))
+    return (1.0 - w) * net_prob + w * boost_prob
+
+
+def predict(
+    model: Any, tables: Tables, d: np.ndarray, p: np.ndarray, threads: int = 1, check: Callable[[], None] | None = None
+) -> np.ndarray:
+    """Interaction probabilities of pairs (indices into the tables): the blend of `predict_parts`."""
+    return blend(model, *predict_parts(model, tables, d, p, threads=threads, check=check))
 
 
 def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
@@ -430,15 +536,27 @@ def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
     import torch
 
     state = {k: (v.half() if v.is_floating_point() and v.numel() > 1000 else v) for k, v in model.state_dict().items()}
-    extra = {"activity_mean": getattr(model, "activity_mean", 0.0), "activity_std": getattr(model, "activity_std", 1.0)}
+    extra = {
+        "activity_mean": getattr(model, "activity_mean", 0.0),
+        "activity_std": getattr(model, "activity_std", 1.0),
+        "boost_weight": float(getattr(model, "boost_weight", 0.0)),
+    }
     blob = {"config": model.config(), "state_dict": state, "card": card, "extra": extra}
+    if getattr(model, "boost", None) is not None:
+        blob["boost"] = {
+            k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
+            for k, v in model.boost.state().items()
+        }
     if model.neighbours is not None:
         blob["neighbours"] = {
             k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
             for k, v in model.neighbours.state().items()
         }
-    torch.save(blob, path)
-    return path
+    from tools.atomic import atomic_output
+
+    with atomic_output(path) as tmp:
+        torch.save(blob, tmp)
+    return Path(path)
 
 
 def load_checkpoint(path: Path) -> tuple[Any, dict[str, Any]]:
@@ -466,5 +584,13 @@ def load_checkpoint(path: Path) -> tuple[Any, dict[str, Any]]:
 
         state = {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in blob["neighbours"].items()}
         model.neighbours = NeighbourIndex.from_state(state)
+    model.boost, model.boost_weight = None, 0.0
+    if "boost" in blob:
+        from tools.dti.boost import BoostedTrees
+
+        model.boost = BoostedTrees.from_state(
+            {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in blob["boost"].items()}
+        )
+        model.boost_weight = float(blob.get("extra", {}).get("boost_weight", 0.5))
     model.eval()
     return model, blob["card"]

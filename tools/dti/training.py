@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from tools.dti.files import read_pairs
-from tools.dti.registry import DEFAULT_MODEL, check_model_name, load_model, model_names, user_models_dir
+from tools.dti.registry import DEFAULT_MODEL, SHIPPED_HELP, check_model_name, load_model, model_names, user_models_dir
 from tools.errors import InvalidInput, LimitExceeded
 from tools.paths import resolve_input
 from tools.progress import Progress, report
@@ -22,6 +22,15 @@ class ModelCard(BaseModel):
     description: str
     modalities: list[str]
     training_data: list[str] = Field(description="Data sets (with sources) the weights were trained on.")
+    training_files: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each training file: path, rows, pairs used, sha256 (check a test file against these).",
+    )
+    overlap_warnings: list[str] = Field(
+        default_factory=list,
+        description="Evaluation files that share pairs, drugs or targets with the training pairs: figures on "
+        "them measure memory, not prediction.",
+    )
     splits: str = Field(description="How train/test were split for the reported metrics.")
     metrics: dict[str, Any] = Field(description="Held-out metrics (AUROC, AUPRC) per evaluation.")
     config: dict[str, Any] = Field(description="Training hyper-parameters.")
@@ -35,11 +44,15 @@ class ModelCardResult(BaseModel):
 
 
 def dti_model_card(
-    model: Annotated[str, Field(description="'default' or a model trained with dti_train.")] = DEFAULT_MODEL,
+    model: Annotated[str, Field(description=f"A shipped model, {SHIPPED_HELP}, or one trained with dti_train.")] = (
+        DEFAULT_MODEL
+    ),
 ) -> ModelCardResult:
-    """Describe a DTI model: training data, splits, held-out AUROC/AUPRC, modalities, date, limitations.
+    """Describe a DTI model: training files (rows, pairs, sha256), overlap warnings, held-out AUROC/AUPRC
+    with the overlap of each evaluation file, modalities, date, limitations.
 
-    Use it before trusting scores from dti_score / dti_screen, or to list the available models.
+    Use it before trusting scores from dti_score / dti_screen, to pick the shipped model whose training
+    pairs do not include the pairs you want to predict, or to list the available models.
     """
     _, card = load_model(model)
     return ModelCardResult(card=ModelCard(**card), available_models=model_names())
@@ -101,13 +114,15 @@ def dti_train(
     Use it to adapt scoring to a target family or assay. Trains the multimodal encoders, gated fusion,
     the known-interaction neighbourhood modality (from the training pairs, kept in the model) and the
     interaction head on the labels with the GRAM volume loss as an auxiliary term and adaptive
-    modality dropout, as an ensemble of `members` networks; holds out a test part
+    modality dropout, as an ensemble of `members` networks, blended half and half with a gradient-boosted
+    member (ECFP4 bits, amino-acid composition, neighbourhood features); holds out a test part
     (random, drug-cold or target-cold) and reports AUROC/AUPRC; saves the model under the output
     folder for dti_score/dti_screen/dti_explain. Bounds: max_train_pairs, max_train_epochs.
     """
     import numpy as np
     from sklearn.metrics import average_precision_score, roc_auc_score
 
+    from tools.dti.provenance import file_record
     from tools.dti.train import Pairs, TrainConfig, build_tables, fit, predict, save_checkpoint
 
     t0 = time.time()
@@ -176,6 +191,7 @@ def dti_train(
             f"{resolve_input(path).name}: {len(tr)} training pairs"
             + (", activity column used as weak supervision" if has_act else "")
         ],
+        training_files=[file_record(resolve_input(path), len(recs), len(tr), held_out_pairs=len(te))],
         splits=f"{split} hold-out of {test_fraction:.0%} (seed {seed}); {len(te_l)} labelled test pairs",
         metrics={"test": {"auroc": auroc, "auprc": auprc, "pairs": len(te_l)}} if auroc is not None else {},
         config=cfg.to_dict() | {"steps": hist["steps"]},

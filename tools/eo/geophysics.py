@@ -82,15 +82,26 @@ def split_window_lst(t10: np.ndarray, t11: np.ndarray, eps10: np.ndarray, eps11:
     return t10 + c1 * d + c2 * d * d + c0 + (c3 + c4 * w) * (1.0 - eps) + (c5 + c6 * w) * deps
 
 
-def radiance_layer_lst(trad: np.ndarray, urad: np.ndarray, drad: np.ndarray, atran: np.ndarray,
-                       emis: np.ndarray, k1: float, k2: float) -> np.ndarray:
-    """LST from Collection-2 Level-2 radiance layers (Cook et al. 2014; LSDS-1619):
-    Ls = (TRAD - URAD)/(ATRAN*EMIS) - (1 - EMIS)/EMIS * DRAD, T = K2 / ln(K1/Ls + 1)."""
+def surface_radiance(trad: np.ndarray, urad: np.ndarray, drad: np.ndarray, atran: np.ndarray,
+                     emis: np.ndarray) -> np.ndarray:
+    """Surface-leaving radiance from Collection-2 Level-2 radiance layers (Cook et al. 2014; LSDS-1619):
+    Ls = (TRAD - URAD)/(ATRAN*EMIS) - (1 - EMIS)/EMIS * DRAD."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        ls = (trad - urad) / (atran * emis) - (1.0 - emis) / emis * drad
-        t = k2 / np.log(k1 / ls + 1.0)
+        return (trad - urad) / (atran * emis) - (1.0 - emis) / emis * drad
+
+
+def radiance_temperature(ls: np.ndarray, k1: float, k2: float) -> np.ndarray:
+    """T = K2 / ln(K1/Ls + 1); NaN where Ls <= 0 (no temperature inverts a non-positive radiance)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(ls > 0, k2 / np.log(k1 / np.where(ls > 0, ls, 1.0) + 1.0), np.nan)
     t[~np.isfinite(t)] = np.nan
     return t
+
+
+def radiance_layer_lst(trad: np.ndarray, urad: np.ndarray, drad: np.ndarray, atran: np.ndarray,
+                       emis: np.ndarray, k1: float, k2: float) -> np.ndarray:
+    """LST from Collection-2 Level-2 radiance layers: `radiance_temperature(surface_radiance(...))`."""
+    return radiance_temperature(surface_radiance(trad, urad, drad, atran, emis), k1, k2)
 
 
 def fvc(ndvi: np.ndarray, ndvi_soil: float, ndvi_veg: float, method: str = "linear") -> np.ndarray:

@@ -18,19 +18,35 @@ from tools.eo.rasters import (
     Writer,
     block_windows,
     close_all,
-    common_grid,
+    grid_of,
     parallel_blocks,
     run_blocks,
+    working_grid,
 )
 from tools.eo.scenes import Band, Scene
 from tools.errors import InvalidInput
 from tools.progress import Progress
 
 
-def band_reader(scene: Scene, band: Band, grid: Grid, quantity: str = "auto") -> tuple[Reader, Calibration]:
+def band_reader(scene: Scene, band: Band, grid: Grid, quantity: str = "auto") -> tuple[Reader, Calibration, str | None]:
+    """A calibrated reader of `band` on `grid`, its calibration, and a note saying how it was resampled (None when
+    the band is on `grid` already). Onto a finer grid: bilinear; onto a coarser one: the average of the pixels
+    it covers; quality layers and raw DN: nearest neighbour."""
     cal = calibration(scene, band, quantity)
-    resampling = "nearest" if band.spec.kind == "qa" or cal.quantity == "dn" else "bilinear"
-    return Reader(band.path, grid, resampling=resampling, convert=cal.apply), cal
+    own = grid_of(band.path)
+    note = None
+    if own.same_as(grid):
+        resampling = "nearest"
+    else:
+        (ox, oy), (gx, gy) = own.res, grid.res
+        if band.spec.kind == "qa" or cal.quantity == "dn":
+            resampling, how = "nearest", "nearest neighbour"
+        elif ox * oy < gx * gy * (1 - 1e-9):
+            resampling, how = "average", "averaging the pixels each covers"
+        else:
+            resampling, how = "bilinear", "bilinear interpolation"
+        note = f"{band.key} ({ox:g} m) resampled to the {gx:g} m grid by {how}."
+    return Reader(band.path, grid, resampling=resampling, convert=cal.apply), cal, note
 
 
 def qa_layer(scene: Scene) -> tuple[Band, str]:
@@ -54,13 +70,14 @@ class SceneInputs:
     files: dict[str, str]
     qa_kind: str | None = None
     qa_classes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def read(self, window: object) -> dict[str, np.ndarray]:
         arrays = {k: r.read(window) for k, r in self.readers.items() if k != "__qa__"}
         if self.qa_kind:
             qa = self.readers["__qa__"].read(window)
-            flagged = np.zeros(qa.shape, dtype=bool)
-            good = np.isfinite(qa)
+            flagged = masks.fill_mask(self.qa_kind, qa)  # fill is masked whether or not it was asked for
+            good = ~flagged
             for m in masks.qa_mask(self.qa_kind, np.where(good, qa, 0), self.qa_classes).values():
                 flagged |= m & good
             for a in arrays.values():
@@ -72,8 +89,9 @@ class SceneInputs:
 
 
 def scene_inputs(scene: Scene, wanted: dict[str, Band], quantity: str = "auto",
-                 mask_classes: list[str] | None = None) -> SceneInputs:
-    """Readers for `wanted` (name -> band) on the finest common grid; QA classes masked to NaN if given."""
+                 mask_classes: list[str] | None = None, resolution: str | float = "finest") -> SceneInputs:
+    """Readers for `wanted` (name -> band) on one grid (see `working_grid`: the finest by default); QA classes
+    (and QA fill) masked to NaN if given; `notes` say which band was resampled and how."""
     bands = dict(wanted)
     qa_kind = None
     classes: list[str] = []
@@ -81,19 +99,24 @@ def scene_inputs(scene: Scene, wanted: dict[str, Band], quantity: str = "auto",
         qa_band, qa_kind = qa_layer(scene)
         classes = masks.check_classes(qa_kind, mask_classes)
     paths = [b.path for b in bands.values()]
-    grid = common_grid(paths, [f"{b.key} ({b.path.name})" for b in bands.values()])
+    grid = working_grid(paths, [f"{b.key} ({b.path.name})" for b in bands.values()], resolution)
     readers: dict[str, Reader] = {}
     cals: dict[str, Calibration] = {}
+    notes: list[str] = []
     try:
         for name, band in bands.items():
-            readers[name], cals[name] = band_reader(scene, band, grid, quantity)
+            readers[name], cals[name], note = band_reader(scene, band, grid, quantity)
+            if note and note not in notes:
+                notes.append(note)
         if qa_kind:
-            readers["__qa__"], _ = band_reader(scene, qa_band, grid, "dn")
+            readers["__qa__"], _, note = band_reader(scene, qa_band, grid, "dn")
+            if note:
+                notes.append(note)
     except BaseException:
         close_all(readers)
         raise
     files = {name: band.path.name for name, band in bands.items()}
-    return SceneInputs(grid, readers, cals, files, qa_kind, classes)
+    return SceneInputs(grid, readers, cals, files, qa_kind, classes, notes)
 
 
 class _Borrowed:
@@ -125,9 +148,10 @@ class Product:
 
 def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str, np.ndarray]], np.ndarray],
               name: str, progress: Progress | None, *, mask_classes: list[str] | None = None, cog: bool = False,
-              units: str | None = None, description: str | None = None, dtype: str = "float32") -> Product:
+              units: str | None = None, description: str | None = None, dtype: str = "float32",
+              resolution: str | float = "finest") -> Product:
     """Compute one raster from scene bands window by window and write it as a tiled, compressed GeoTIFF."""
-    ins = scene_inputs(scene, wanted, mask_classes=mask_classes)
+    ins = scene_inputs(scene, wanted, mask_classes=mask_classes, resolution=resolution)
     try:
         writer = Writer(name, ins.grid, dtype=dtype, descriptions=[description or name], cog=cog, units=units)
         stats = RunningStats()
@@ -137,7 +161,7 @@ def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str
             if first[0]:  # the first worker reuses the readers opened above
                 first[0] = False
                 return _Borrowed(ins)
-            return scene_inputs(scene, wanted, mask_classes=mask_classes)
+            return scene_inputs(scene, wanted, mask_classes=mask_classes, resolution=resolution)
 
         def work(state: SceneInputs, w: object) -> tuple[np.ndarray, tuple]:
             out = np.asarray(compute(state.read(w))).astype(dtype, copy=False)
@@ -166,12 +190,13 @@ def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str
         path = writer.close()
     finally:
         ins.close()
-    notes = [n for c in ins.calibrations.values() for n in c.notes] + list(scene.notes)
+    notes = [n for c in ins.calibrations.values() for n in c.notes] + list(scene.notes) + ins.notes
     return Product(path, stats, ins.grid, ins.files, {k: c.formula for k, c in ins.calibrations.items()}, notes)
 
 
 def index_product(scene: Scene, name: str, constants: dict[str, float] | None, progress: Progress | None,
-                  mask_classes: list[str] | None = None, cog: bool = False) -> tuple[Product, indices.Plan]:
+                  mask_classes: list[str] | None = None, cog: bool = False,
+                  resolution: str | float = "finest") -> tuple[Product, indices.Plan]:
     """The spectral index `name` of a scene as a GeoTIFF."""
     canonical = indices.resolve_name(name)
     available = scene.by_symbol()
@@ -179,7 +204,8 @@ def index_product(scene: Scene, name: str, constants: dict[str, float] | None, p
                       lambda s: scene.symbol_band(s, canonical))
     wanted = symbol_bands(scene, pl.bands, canonical)
     product = map_scene(scene, wanted, pl.evaluate, canonical, progress, mask_classes=mask_classes, cog=cog,
-                        units="index", description=f"{canonical}: {indices.catalogue()[canonical].formula}")
+                        units="index", description=f"{canonical}: {indices.catalogue()[canonical].formula}",
+                        resolution=resolution)
     return product, pl
 
 

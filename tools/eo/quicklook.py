@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tools.atomic import atomic_output
 from tools.eo.rasters import open_raster
 from tools.errors import InvalidInput
 from tools.paths import output_path
@@ -46,5 +47,6 @@ def render(path: Path, title: str | None = None, cmap: str = "viridis", vmin: fl
     if units:
         cb.set_label(units)
     out = output_path(f"{path.stem}-quicklook", ".png")
-    fig.savefig(out, bbox_inches="tight")
+    with atomic_output(out) as tmp:
+        fig.savefig(tmp, bbox_inches="tight")
     return out

@@ -6,6 +6,7 @@ size; rasters on another grid of the same CRS are resampled on the fly (GDAL war
 
 from __future__ import annotations
 
+import contextlib
 import math
 import queue
 import threading
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tools.atomic import atomic_output, partial_name
 from tools.errors import InvalidInput, LimitExceeded
 from tools.paths import output_path, resolve_input
 from tools.progress import Progress, report
@@ -100,6 +102,38 @@ def common_grid(paths: list[Path], names: list[str] | None = None) -> Grid:
     return grids[ref]
 
 
+def working_grid(paths: list[Path], names: list[str] | None = None,
+                 resolution: str | float = "finest") -> Grid:
+    """The grid to compute on: the finest of `paths` ('finest'), the coarsest ('coarsest'), or `resolution`
+    metres over the finest grid's extent (a projected CRS in metres). Every raster must share one CRS."""
+    finest = common_grid(paths, names)
+    if resolution == "finest":
+        return finest
+    if resolution == "coarsest":
+        grid = max((grid_of(p) for p in paths), key=lambda g: g.res[0] * g.res[1])
+        check_size(grid)
+        return grid
+    try:
+        res = float(resolution)
+    except (TypeError, ValueError):
+        res = math.nan
+    if not math.isfinite(res) or res <= 0:
+        raise InvalidInput(f"resolution={resolution!r} is neither 'finest', 'coarsest' nor a positive number of "
+                           "metres.", hint="e.g. resolution='coarsest' or resolution=20.")
+    crs = finest.crs
+    if crs is None or crs.is_geographic or (crs.linear_units_factor or ("", 1.0))[1] != 1.0:
+        raise InvalidInput(f"A resolution in metres needs a projected CRS in metres; the bands are in {crs}.",
+                           hint="Use resolution='finest' or 'coarsest'.")
+    from affine import Affine
+
+    t = finest.transform
+    width_m, height_m = finest.width * abs(t.a), finest.height * abs(t.e)
+    grid = Grid(crs, Affine(res, 0.0, t.c, 0.0, -res, t.f), max(1, math.ceil(width_m / res - 1e-9)),
+                max(1, math.ceil(height_m / res - 1e-9)))
+    check_size(grid)
+    return grid
+
+
 def resolve_raster(path: str) -> Path:
     p = resolve_input(path)
     with open_raster(p):
@@ -140,9 +174,11 @@ class Reader:
                 raise InvalidInput(f"{path.name} is in {own.crs}, not in the working grid's {grid.crs}.",
                                    hint="Reproject it onto the same CRS first (e.g. gdalwarp -t_srs).")
             nodata = self.nodata if self.nodata is not None else (0 if self.src.dtypes[0][0] in "iu" else math.nan)
+            # Interpolated and averaged values stay fractional (an integer working type would round them).
+            extra = {} if resampling == "nearest" else {"dtype": "float64"}
             self.dataset = WarpedVRT(self.src, crs=grid.crs, transform=grid.transform, width=grid.width,
                                      height=grid.height, resampling=Resampling[resampling], src_nodata=nodata,
-                                     nodata=nodata)
+                                     nodata=nodata, **extra)
             self.nodata = nodata
         self.dtype = np.dtype(self.src.dtypes[band - 1])
 
@@ -175,7 +211,9 @@ class Writer:
         bound_gdal_cache()
         self.final = output_path(name, ".tif")
         self.cog = cog
-        self.path = self.final.with_suffix(".tmp.tif") if cog else self.final
+        # The tiles go to a hidden partial file; only close() puts a complete file under the final name.
+        self._output = contextlib.ExitStack()
+        self.path = partial_name(self.final) if cog else self._output.enter_context(atomic_output(self.final))
         if nodata is None and np.dtype(dtype).kind == "f":
             nodata = math.nan
         predictor = 3 if np.dtype(dtype).kind == "f" else 2
@@ -227,23 +265,33 @@ class Writer:
         self.dataset.update_tags(**tags)
 
     def close(self) -> Path:
-        self._finish()
-        self.dataset.close()
-        self._raise_failure()
-        if self.cog:
-            from rasterio.shutil import copy as rio_copy
+        """Finish the file and give it its final name (the COG conversion included); return that name."""
+        try:
+            self._finish()
+            self.dataset.close()
+            self._raise_failure()
+            if self.cog:
+                from rasterio.shutil import copy as rio_copy
 
-            pred = 3 if np.dtype(self.dtype).kind == "f" else 2
-            rio_copy(self.path, self.final, driver="COG", compress="DEFLATE", predictor=pred,
-                     num_threads="ALL_CPUS", bigtiff="IF_SAFER")
-            self.path.unlink()
+                pred = 3 if np.dtype(self.dtype).kind == "f" else 2
+                with atomic_output(self.final) as tmp:
+                    rio_copy(self.path, tmp, driver="COG", compress="DEFLATE", predictor=pred,
+                             num_threads="ALL_CPUS", bigtiff="IF_SAFER")
+                self.path.unlink()
+        except BaseException:
+            self.discard()
+            raise
+        self._output.close()
         return self.final
 
     def discard(self) -> None:
+        """Drop the unfinished file: nothing is left under the final name or the partial one."""
         self._finish()
-        self.dataset.close()
-        for p in {self.path, self.final}:
-            p.unlink(missing_ok=True)
+        if not self.dataset.closed:
+            self.dataset.close()
+        dropped = RuntimeError(f"{self.final.name} was discarded")
+        self._output.__exit__(RuntimeError, dropped, None)  # atomic_output removes its partial file
+        self.path.unlink(missing_ok=True)
 
 
 class RunningStats:

@@ -106,14 +106,31 @@ class MaskResult(BaseModel):
     combine: str
 
 
+class SignedPart(BaseModel):
+    """The pixels of one sign (> 0 or < 0) of the raw values."""
+
+    pixels: int
+    fraction_of_valid: float
+    sum: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
 class StatisticsResult(BaseModel):
     raster: str
     band: int
+    transform: str = Field("none", description="What stats, percentiles and histogram describe: the values "
+                           "('none') or their absolute values ('abs').")
     stats: RasterStats
     percentiles: dict[str, float]
     percentiles_exact: bool
     histogram_counts: list[int]
     histogram_edges: list[float]
+    positive: SignedPart | None = Field(None, description="Raw values > 0 (e.g. increases of a change raster).")
+    negative: SignedPart | None = Field(None, description="Raw values < 0 (e.g. decreases).")
+    zero_pixels: int = Field(0, description="Valid pixels equal to 0.")
 
 
 class AreaRow(BaseModel):

@@ -7,6 +7,7 @@ L1C/L2A (from MTD_MSIL*.xml, tileInfo.json, the SAFE product name and the ESA fi
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,9 +17,9 @@ from tools.errors import InvalidInput, NotFound, unknown_name
 from tools.paths import resolve_input
 
 RASTER_SUFFIXES = {".tif", ".tiff", ".jp2", ".vrt"}
-_LANDSAT_KEY = re.compile(
+LANDSAT_KEY = re.compile(
     r"(?:^|_)(SR_B\d+|ST_B\d+|ST_[A-Z]+|QA_PIXEL|QA_RADSAT|SR_QA_AEROSOL|BQA|B6_VCID_[12]|B\d{1,2})$")
-_S2_KEY = re.compile(r"(?:^|_)(B0[1-9]|B1[0-2]|B8A|SCL|AOT|WVP)(?:_(\d+)M)?$")
+S2_KEY = re.compile(r"(?:^|_)(B0[1-9]|B1[0-2]|B8A|SCL|AOT|WVP)(?:_(\d+)M)?$")
 _LANDSAT_NAME = re.compile(r"^L([COTEM])0?([4-9])")
 _S2_PRODUCT = re.compile(r"S2([ABC])_MSI(L1C|L2A)_\d{8}T\d{6}_N(\d{2})(\d{2})")
 _MAX_FILES = 500
@@ -119,26 +120,53 @@ def _gather(inputs: list[Path]) -> tuple[Path, list[Path]]:
     return root, files
 
 
-def open_scene(scene: str | list[str]) -> Scene:
-    """Detect the product in a folder, a metadata file, or a list of band files (paths or sample:// URIs)."""
+PRODUCTS = ("landsat-c1-l1", "landsat-c2-l1", "landsat-c2-l2", "sentinel-2-l1c", "sentinel-2-l2a")
+
+
+def open_scene(scene: str | list[str], product: str | None = None) -> Scene:
+    """Detect the product in a folder, a metadata file, a STAC item JSON, or a list of band files (paths or
+    sample:// URIs).
+
+    `product` (one of PRODUCTS) names the product when the files cannot: Sentinel-2 bands with plain names
+    (B04.tif, B08.tif) and no MTD XML, tileInfo.json or STAC item beside them. Metadata found beside the
+    bands (MTL, MTD XML, tileInfo.json, a STAC item) is read first; a STAC item is used when none of the
+    others is there.
+    """
+    if product is not None and product not in PRODUCTS:
+        raise InvalidInput(f"Unknown product {product!r}.", hint=f"Use one of {', '.join(PRODUCTS)}.")
     items = [scene] if isinstance(scene, str) else list(scene)
     if not items:
         raise InvalidInput("No scene was given.", hint="Pass a folder, an MTL file or a list of band files.")
     paths = [resolve_input(s) for s in items]
+    from tools.eo import stac
+
+    if len(paths) == 1 and paths[0].is_file() and stac.is_stac_item(paths[0]):
+        return _as_product(stac.scene_from_stac_item(paths[0]), product)
     root, files = _gather(paths)
     names = [f.name.upper() for f in files]
     mtl = next((f for f in files if re.search(r"MTL\.(TXT|JSON)$", f.name.upper())), None)
     s2meta = next((f for f in files if re.match(r"MTD_MSIL(1C|2A)\.XML$", f.name.upper())), None)
     tileinfo = next((f for f in files if f.name == "tileInfo.json"), None)
     rasters = _raster_files(files)
+    if mtl is None and s2meta is None and tileinfo is None:
+        beside = sorted(root.glob("*.json")) if all(p.is_file() for p in paths) else []
+        item = next((f for f in [*files, *beside] if f.suffix.lower() == ".json" and stac.is_stac_item(f)), None)
+        if item is not None:
+            listed = [p for p in paths if p.is_file() and p.suffix.lower() in RASTER_SUFFIXES]
+            return _as_product(_only(stac.scene_from_stac_item(item), listed), product)
     if not rasters:
         raise InvalidInput(
             f"No raster files (.tif, .tiff, .jp2) in {root}.",
             hint="Point at a folder holding a Landsat or Sentinel-2 product's band files.",
         )
+    if product is not None:
+        if product.startswith("landsat"):
+            return _as_product(_landsat(root, files, rasters, mtl), product)
+        return _as_product(_sentinel2(root, files, rasters, s2meta, tileinfo, product.rsplit("-", 1)[1].upper()),
+                           product)
     landsat_named = any(_LANDSAT_NAME.match(n) for n in names)
     s2_named = any(_S2_PRODUCT.search(str(f).upper()) for f in files) or any(
-        _S2_KEY.search(f.stem.upper()) and f.stem.upper().endswith(("B8A", "B8A_20M", "B12", "B12_20M"))
+        S2_KEY.search(f.stem.upper()) and f.stem.upper().endswith(("B8A", "B8A_20M", "B12", "B12_20M"))
         for f in rasters)
     if mtl is not None or (landsat_named and s2meta is None and tileinfo is None):
         return _landsat(root, files, rasters, mtl)
@@ -146,21 +174,69 @@ def open_scene(scene: str | list[str]) -> Scene:
         return _sentinel2(root, files, rasters, s2meta, tileinfo)
     raise InvalidInput(
         f"Cannot tell which product {root} holds: no MTL (Landsat), no MTD_MSIL*.xml or tileInfo.json "
-        "(Sentinel-2), and no band file names of either.",
-        hint="Keep the product's metadata file beside its bands, or use the USGS/ESA file names "
+        "(Sentinel-2), no STAC item JSON, and no band file names of either.",
+        hint="Name the product (product='sentinel-2-l2a', 'sentinel-2-l1c', 'landsat-c2-l2'...), keep the "
+        "product's metadata file or STAC item beside its bands, or use the USGS/ESA file names "
         "(..._B4.TIF, ..._SR_B4.TIF, ..._B04.jp2, ..._B04_10m.jp2).",
     )
 
 
+def _as_product(scene: Scene, product: str | None) -> Scene:
+    if product is not None and scene.product != product:
+        raise InvalidInput(
+            f"product={product!r} was given, but the files and metadata describe a {scene.product} scene.",
+            hint="Drop the product argument, or point at the scene that product names.",
+        )
+    return scene
+
+
+def _only(scene: Scene, listed: list[Path]) -> Scene:
+    """The scene restricted to the band files a caller listed (all of them when none was listed)."""
+    if not listed:
+        return scene
+    wanted = {p.resolve() for p in listed}
+    bands = {k: b for k, b in scene.bands.items() if b.path.resolve() in wanted}
+    unknown = wanted - {b.path.resolve() for b in bands.values()}
+    if unknown:
+        raise InvalidInput(
+            f"{', '.join(sorted(p.name for p in unknown))} is not an asset of the STAC item beside it.",
+            hint="List only the item's band files, or pass the item JSON itself.",
+        )
+    scene.bands = bands
+    return scene
+
+
 def _landsat(root: Path, files: list[Path], rasters: list[Path], mtl: Path | None) -> Scene:
     groups: md.Groups = {}
-    notes: list[str] = []
     if mtl is not None:
         groups = md.read_mtl_json(mtl) if mtl.suffix.lower() == ".json" else md.read_mtl_txt(mtl)
-    name_src = " ".join(f.name.upper() for f in rasters)
+    notes = [] if mtl is not None else [
+        "No MTL file: Level-1 calibration constants are unavailable; only Level-2 scaling applies."]
+    keyed: dict[str, Path] = {}
+    for f in rasters:
+        m = LANDSAT_KEY.search(f.stem.upper())
+        if m and m.group(1) not in keyed:
+            keyed[m.group(1)] = f
+    return landsat_scene(root, groups, mtl, keyed, notes)
+
+
+def _pick(table: dict[str, BandSpec], key: str) -> BandSpec | None:
+    """The band of `table` named by product key (SR_B4, B04) or by common name (red)."""
+    if key in table:
+        return table[key]
+    return next((b for b in table.values() if b.common == key.lower()), None)
+
+
+def landsat_scene(root: Path, groups: md.Groups, metadata_file: Path | None, keyed: dict[str, Path],
+                  notes: list[str] | None = None) -> Scene:
+    """A Landsat scene from its metadata groups (MTL, or the same keys from a STAC item) and its band files by
+    product key or common name; the platform, level and collection come from the metadata, else from the
+    USGS file names."""
+    files = list(keyed.values())
+    name_src = " ".join(f.name.upper() for f in files)
     spacecraft = md.lookup(groups, "SPACECRAFT_ID")
     if spacecraft is None:
-        m = next((_LANDSAT_NAME.match(f.name.upper()) for f in rasters if _LANDSAT_NAME.match(f.name.upper())), None)
+        m = next((_LANDSAT_NAME.match(f.name.upper()) for f in files if _LANDSAT_NAME.match(f.name.upper())), None)
         if m is None:
             raise InvalidInput(f"{root} has no MTL and no Landsat file names.",
                                hint="Keep the MTL file with the bands.")
@@ -183,61 +259,81 @@ def _landsat(root: Path, files: list[Path], rasters: list[Path], mtl: Path | Non
     product = f"landsat-c{collection.lstrip('0') or '1'}-{level.lower()}"
     table = {b.key: b for b in landsat_bands(sensor, level)}
     bands: dict[str, Band] = {}
-    for f in rasters:
-        m = _LANDSAT_KEY.search(f.stem.upper())
-        if m and m.group(1) in table and m.group(1) not in bands:
-            bands[m.group(1)] = Band(table[m.group(1)], f)
+    for key, f in keyed.items():
+        spec = _pick(table, key)
+        if spec is not None and spec.key not in bands:
+            bands[spec.key] = Band(spec, f)
     if not bands:
         raise InvalidInput(f"No Landsat band files found in {root}.",
                            hint="Band files end in _B<n>.TIF or _SR_B<n>.TIF.")
-    if mtl is None:
-        notes.append("No MTL file: Level-1 calibration constants are unavailable; only Level-2 scaling applies.")
     return Scene(
         root=root, product=product, platform=spacecraft, sensor=sensor, bands=bands, metadata=groups,
-        metadata_file=mtl, scene_id=md.lookup(groups, "LANDSAT_PRODUCT_ID") or md.lookup(groups, "LANDSAT_SCENE_ID"),
+        metadata_file=metadata_file,
+        scene_id=md.lookup(groups, "LANDSAT_PRODUCT_ID") or md.lookup(groups, "LANDSAT_SCENE_ID"),
         acquired=md.lookup(groups, "DATE_ACQUIRED"), sun_elevation=md.lookup_float(groups, "SUN_ELEVATION"),
-        cloud_cover=md.lookup_float(groups, "CLOUD_COVER"), notes=notes,
+        cloud_cover=md.lookup_float(groups, "CLOUD_COVER"), notes=list(notes or []),
     )
 
 
 def _sentinel2(root: Path, files: list[Path], rasters: list[Path], s2meta: Path | None,
-               tileinfo: Path | None) -> Scene:
+               tileinfo: Path | None, level: str | None = None) -> Scene:
     groups: md.Groups = {}
     if s2meta is not None:
         groups = md.read_s2_xml(s2meta)
     elif tileinfo is not None:
         groups = md.read_tileinfo(tileinfo)
-    info = groups.get("S2_PRODUCT", {})
-    product_name = info.get("PRODUCT_URI") or info.get("productName") or ""
-    m = _S2_PRODUCT.search(product_name.upper()) or next(
-        (x for x in (_S2_PRODUCT.search(str(f).upper()) for f in files) if x), None)
-    level = (m.group(2) if m else None) or ("L2A" if "2A" in info.get("PRODUCT_TYPE", "") else None)
     keys_res: dict[str, tuple[int, Path]] = {}
     for f in rasters:
-        k = _S2_KEY.search(f.stem.upper())
+        k = S2_KEY.search(f.stem.upper())
         if not k:
             continue
         res = int(k.group(2)) if k.group(2) else 0
         if k.group(1) not in keys_res or res < keys_res[k.group(1)][0]:
             keys_res[k.group(1)] = (res, f)
-    if level is None:
-        level = "L2A" if "SCL" in keys_res or any(r for r, _ in keys_res.values()) else "L1C"
+    fallback = "L2A" if "SCL" in keys_res or any(r for r, _ in keys_res.values()) else "L1C"
+    return sentinel2_scene(root, groups, s2meta or tileinfo, {k: f for k, (_, f) in keys_res.items()}, files,
+                           level=level, fallback_level=fallback)
+
+
+def sentinel2_scene(root: Path, groups: md.Groups, metadata_file: Path | None, keyed: dict[str, Path],
+                    names: Sequence[Path] = (), level: str | None = None, fallback_level: str = "L1C",
+                    notes: list[str] | None = None) -> Scene:
+    """A Sentinel-2 scene from its metadata groups ({"S2_PRODUCT": {...}} as read from an MTD XML, a tileInfo.json
+    or a STAC item) and its band files by band key (B04, B8A, SCL) or common name. The level is `level` when
+    given, else the product name's or product type's, else `fallback_level`."""
+    info = groups.get("S2_PRODUCT", {})
+    product_name = info.get("PRODUCT_URI") or info.get("productName") or ""
+    m = _S2_PRODUCT.search(product_name.upper()) or next(
+        (x for x in (_S2_PRODUCT.search(str(f).upper()) for f in names) if x), None)
+    ptype = info.get("PRODUCT_TYPE", "").upper()
+    found = (m.group(2) if m else None) or ("L2A" if "2A" in ptype else "L1C" if "1C" in ptype else None)
+    if level is not None and found is not None and found != level:
+        raise InvalidInput(f"The metadata describe a Sentinel-2 {found} product, not {level}.",
+                           hint=f"Use product='sentinel-2-{found.lower()}', or leave product out.")
+    level = level or found or fallback_level
     table = {b.key: b for b in MSI + (MSI_L2A_EXTRA if level == "L2A" else [])}
-    bands = {key: Band(table[key], path) for key, (_, path) in sorted(keys_res.items()) if key in table}
+    bands: dict[str, Band] = {}
+    for key, path in sorted(keyed.items()):
+        spec = _pick(table, key)
+        if spec is not None and spec.key not in bands:
+            bands[spec.key] = Band(spec, path)
     if not bands:
         raise InvalidInput(f"No Sentinel-2 band files found in {root}.", hint="Band files end in B04 or B04_10m.")
     baseline = info.get("PROCESSING_BASELINE")
     if baseline is None and m:
         baseline = f"{m.group(3)}.{m.group(4)}"
-    platform = f"SENTINEL_2{m.group(1)}" if m else "SENTINEL_2"
+    craft = info.get("SPACECRAFT_NAME", "").upper().replace("-", "_")
+    platform = f"SENTINEL_2{m.group(1)}" if m else (craft if re.fullmatch(r"SENTINEL_2[ABC]", craft) else "SENTINEL_2")
     cloud = info.get("Cloud_Coverage_Assessment") or info.get("cloudyPixelPercentage")
     acquired = info.get("PRODUCT_START_TIME") or info.get("timestamp")
+    extra = list(notes or [])
+    if not baseline:
+        extra.append("Processing baseline unknown: no offset applied (as for baselines before 04.00).")
     return Scene(
         root=root, product=f"sentinel-2-{level.lower()}", platform=platform, sensor="MSI", bands=bands,
-        metadata=groups, metadata_file=s2meta or tileinfo, scene_id=product_name or None,
+        metadata=groups, metadata_file=metadata_file, scene_id=product_name or info.get("ITEM_ID") or None,
         acquired=acquired[:10] if acquired else None, cloud_cover=float(cloud) if cloud else None,
-        processing_baseline=baseline,
-        notes=[] if baseline else ["Processing baseline unknown: no offset applied (as for baselines before 04.00)."],
+        processing_baseline=baseline, notes=extra,
     )
 
 
@@ -277,7 +373,7 @@ def find_scenes(folder: Path, max_depth: int = 4, limit: int = 100) -> list[tupl
             continue
         direct = [f for f in d.iterdir() if f.is_file()]
         has_meta = any(re.search(r"(MTL\.(txt|json)|MTD_MSIL..\.xml|tileInfo\.json)$", f.name, re.I) for f in direct)
-        has_bands = any(_LANDSAT_KEY.search(f.stem.upper()) or _S2_KEY.search(f.stem.upper())
+        has_bands = any(LANDSAT_KEY.search(f.stem.upper()) or S2_KEY.search(f.stem.upper())
                         for f in _raster_files(direct))
         if not (has_meta or has_bands):
             continue

@@ -53,6 +53,42 @@ def moments(reader: Reader, grid: Grid, mask_reader: Reader | None, progress: Pr
     return st
 
 
+TRANSFORMS = ("none", "abs")
+
+
+class TransformedReader:
+    """A reader whose blocks pass through `transform` ('none' or 'abs'): statistics of |change| and the like."""
+
+    def __init__(self, reader: Reader, transform: str) -> None:
+        if transform not in TRANSFORMS:
+            raise InvalidInput(f"Unknown transform {transform!r}.", hint=f"Use one of {', '.join(TRANSFORMS)}.")
+        self.reader = reader
+        self.transform = transform
+        self.dataset = reader.dataset
+
+    def read(self, window: Any) -> np.ndarray:
+        v = self.reader.read(window)
+        return np.abs(v) if self.transform == "abs" else v
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def signed_moments(reader: Reader, grid: Grid, mask_reader: Reader | None, progress: Progress | None,
+                   passes: tuple[int, int] = (0, 1), transform: str = "none"
+                   ) -> tuple[RunningStats, RunningStats, RunningStats]:
+    """In one pass: the statistics of the transformed values, and of the positive and negative raw values."""
+    whole, pos, neg = RunningStats(), RunningStats(), RunningStats()
+    for _, v, m in _blocks(reader, grid, mask_reader, progress, "moments", passes):
+        if m is not None:
+            v = np.where(m, np.nan, v)
+        whole.update(np.abs(v) if transform == "abs" else v)
+        with np.errstate(invalid="ignore"):
+            pos.update(np.where(v > 0, v, np.nan))
+            neg.update(np.where(v < 0, v, np.nan))
+    return whole, pos, neg
+
+
 def exact_percentiles(reader: Reader, grid: Grid, mask_reader: Reader | None, st: RunningStats, qs: list[float],
                       progress: Progress | None, passes: tuple[int, int]) -> tuple[dict[str, float], bool]:
     """Percentiles equal to numpy.percentile(values, q) (linear), with two bounded passes: a 65536-bin
@@ -224,6 +260,8 @@ def polygon_zones(reader: Reader, grid: Grid, features: list[dict[str, Any]], pr
     for i, (z, g, w) in enumerate(zip(zones, geoms, wins, strict=True)):
         if w is not None and w.width > 0 and w.height > 0:
             for sub in _sub_windows(w):
+                if progress is not None:
+                    progress.check()
                 values = reader.read(sub)
                 t = reader.dataset.window_transform(sub)
                 inside = geometry_mask([g], out_shape=values.shape, transform=t, invert=True,

@@ -98,36 +98,70 @@ def says_no_path(text: str) -> bool:
     return bool(_NO_PATH.search(answer_part(text)))
 
 
-def _token(naming: str | None) -> str:
+def _labels(named: frozenset[str] | set[str] | tuple[str, ...]) -> str:
+    """A regex alternation of a graph's str labels, longest first, as whole words."""
+    alts = "|".join(re.escape(x) for x in sorted(named, key=lambda x: (-len(x), x)))
+    return rf"(?<!\w)(?:{alts})(?!\w)" if alts else ""
+
+
+def _bare(naming: str | None) -> str:
     if naming == "names":
-        return rf"(?:node\s*)?{_NAME}\b"
+        return rf"{_NAME}\b"
     if naming == "letters":
-        return r"(?:node\s*)?\b[A-Z]{1,3}\b"
-    return r"(?:node\s*)?\d+"
+        return r"\b[A-Z]{1,3}\b"
+    return r"(?<![\w.])\d+(?![\w.]\d)"
 
 
-def parse_node_list(text: str, *, naming: str | None = None) -> list[str] | None:
-    """The last node sequence in the answer part, as tokens: digits, or labels under a naming ("names" for
-    the first names of the social encoders, "letters" for the expert encoder's A, B, ...)."""
-    named = naming is not None
-    tok = _token(naming)
+def token_pattern(naming: str | None = None, named: frozenset[str] | set[str] | tuple[str, ...] = ()) -> str:
+    """The regex of one node reference: a number (or name, or letters under a naming) or one of the graph's
+    str labels (`named`), optionally preceded by the word "node"."""
+    alts = [x for x in (_labels(named), _bare(naming)) if x]
+    return r"(?:(?i:node)\s*)?(?:" + "|".join(alts) + ")"
+
+
+def _token(naming: str | None, named=()) -> str:
+    return token_pattern(naming, named)
+
+
+def find_node_sequences(text: str, *, naming: str | None = None, named=()) -> list[tuple[int, int, list[str]]]:
+    """Every maximal node sequence in `text` (bracketed list, arrow chain, comma list) as (start, end, tokens),
+    in order of their end; overlapping shorter candidates are dropped."""
+    tok = _token(naming, named)
     sep = r"\s*(?:,|->|→|=>|—|–|-|\s)\s*"
+    flags = re.IGNORECASE if naming is None and not named else 0
     patterns = [
-        re.compile(rf"[\[\(\{{]\s*{tok}(?:{sep}{tok})*\s*[\]\)\}}]", re.IGNORECASE if not named else 0),
-        re.compile(rf"{tok}(?:\s*(?:->|→|=>|—|–|-)\s*{tok})+", re.IGNORECASE if not named else 0),
-        re.compile(rf"{tok}(?:\s*,\s*(?:and\s+)?{tok})+", re.IGNORECASE if not named else 0),
+        re.compile(rf"[\[\(\{{]\s*{tok}(?:{sep}{tok})*\s*[\]\)\}}]", flags),
+        re.compile(rf"{tok}(?:\s*(?:->|→|=>|—|–|-)\s*{tok})+", flags),
+        re.compile(rf"{tok}(?:\s*,\s*(?:and\s+)?{tok})+", flags),
     ]
+    cands = []
+    for pat in patterns:
+        for m in pat.finditer(text):
+            cands.append((m.start(), m.end(), m.group(0)))
+    cands.sort(key=lambda c: (c[1], c[1] - c[0]))
+    out: list[tuple[int, int, list[str]]] = []
+    for start, end, chunk in cands:
+        while out and out[-1][0] >= start:  # a longer candidate covering the previous one replaces it
+            out.pop()
+        if out and start < out[-1][1]:
+            continue
+        out.append((start, end, _tokens(chunk, naming, named)))
+    return out
+
+
+def parse_node_list(text: str, *, naming: str | None = None, named=()) -> list[str] | None:
+    """The last node sequence in the answer part, as tokens: digits, or labels under a naming ("names" for
+    the first names of the social encoders, "letters" for the expert encoder's A, B, ...), or the graph's
+    str labels given in `named`."""
+    tok = _token(naming, named)
+    flags = re.IGNORECASE if naming is None and not named else 0
 
     def best(part: str) -> list[str] | None:
-        cands = []
-        for p in patterns:
-            for m in p.finditer(part):
-                cands.append((m.end(), m.end() - m.start(), m.group(0)))
-        if not cands:
-            m = re.fullmatch(rf"\s*({tok})\s*\.?\s*", part, re.IGNORECASE if not named else 0)
-            return _tokens(m.group(1), naming) if m else None
-        cands.sort()
-        return _tokens(cands[-1][2], naming)
+        seqs = find_node_sequences(part, naming=naming, named=named)
+        if not seqs:
+            m = re.fullmatch(rf"\s*({tok})\s*\.?\s*", part, flags)
+            return _tokens(m.group(1), naming, named) if m else None
+        return seqs[-1][2]
 
     part = answer_part(text)
     got = best(part)
@@ -136,9 +170,7 @@ def parse_node_list(text: str, *, naming: str | None = None) -> list[str] | None
     return got
 
 
-def _tokens(chunk: str, naming: str | None) -> list[str]:
-    if naming == "names":
-        return re.findall(rf"{_NAME}\b", chunk)
-    if naming == "letters":
-        return re.findall(r"\b[A-Z]{1,3}\b", re.sub(r"(?i)\bnode\b", " ", chunk))
-    return re.findall(r"\d+", chunk)
+def _tokens(chunk: str, naming: str | None, named=()) -> list[str]:
+    chunk = re.sub(r"(?i)\bnode\b", " ", chunk)
+    alts = [x for x in (_labels(named), _bare(naming)) if x]
+    return re.findall("|".join(alts), chunk)

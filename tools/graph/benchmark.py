@@ -19,6 +19,7 @@ from pathlib import Path
 
 import networkx as nx
 
+from tools.atomic import atomic_output
 from tools.errors import InvalidInput, LimitExceeded
 from tools.graph.generate import DIFFICULTIES, GENERATORS, generate
 from tools.graph.prompts import build_prompt, majority_vote
@@ -30,12 +31,12 @@ from tools.graph.tasks import (
     check,
     get_task,
     np_hard_bound,
-    random_baseline,
+    random_baseline_info,
     sample_params,
     solve,
 )
 from tools.llm import ChatModel, Message
-from tools.progress import Progress, report
+from tools.progress import Progress, checkpoint, report
 from tools.settings import get_settings
 
 
@@ -78,11 +79,12 @@ def graph_flags(task: Task) -> dict:
     """Generator flags that make a graph the task is defined on."""
     directed = bool({"directed", "dag"} & task.needs) or task.key == "max_flow"
     return {"directed": directed, "acyclic": "dag" in task.needs,
-            "weighted": "weighted" in task.needs or task.key in ("max_flow", "mst_weight")}
+            "weighted": "weighted" in task.needs or task.key in ("max_flow", "mst_weight"),
+            "features": 2 if "features" in task.needs else 0}
 
 
 def make_item(task_name: str, generator: str, fmt: str, scheme: str, difficulty: str, seed: int, *,
-              k: int = 3, answer_instruction: bool = True) -> Item | None:
+              k: int = 3, answer_instruction: bool = True, progress: Progress | None = None) -> Item | None:
     """One benchmark question, or None when this generator cannot give a graph the task is defined on."""
     task = get_task(task_name)
     rng = random.Random(f"item|{task.key}|{generator}|{difficulty}|{seed}")
@@ -97,13 +99,13 @@ def make_item(task_name: str, generator: str, fmt: str, scheme: str, difficulty:
             continue
         try:
             p = sample_params(task, G, rng)
-            sol = solve(task, G, p)
+            sol = solve(task, G, p, progress)
         except (InvalidInput, LimitExceeded):
             continue
         prompt = build_prompt(task, G, p, fmt, scheme, k=k, seed=seed, answer_instruction=answer_instruction)
         return Item(id=f"{task.key}-{generator}-{fmt}-{scheme}-{difficulty}-{seed}", task=task.key,
                     generator=generator, format=fmt, scheme=scheme, difficulty=difficulty, seed=seed, graph=G,
-                    params=p, prompt=prompt, solution=sol, baseline=random_baseline(task, G, p, sol))
+                    params=p, prompt=prompt, solution=sol, baseline=random_baseline_info(task, G, p, sol, progress)[0])
     return None
 
 
@@ -118,7 +120,7 @@ def make_items(tasks: list[str], generators: list[str], formats: list[str], sche
                             "RESEARCH_MCP_GRAPH__MAX_BENCHMARK_ITEMS")
     items = []
     for i, (t, g, f, s, d, r) in enumerate(cells):
-        it = make_item(t, g, f, s, d, seed + r, k=k)
+        it = make_item(t, g, f, s, d, seed + r, k=k, progress=progress)
         if it is not None:
             items.append(it)
         if i % 20 == 0:
@@ -139,6 +141,7 @@ async def ask(item: Item, llm: ChatModel, *, samples: int = 1, temperature: floa
     naming = FORMATS[item.format].naming
     reply, votes = majority_vote(task, [o.text for o in outs], naming=naming) if samples > 1 else (outs[0].text, 1)
     c = check(task, item.graph, item.params, reply, item.solution, naming=naming)
+    checkpoint()
     return Row(id=item.id, task=item.task, generator=item.generator, format=item.format, scheme=item.scheme,
                difficulty=item.difficulty, n_nodes=item.graph.number_of_nodes(), n_edges=item.graph.number_of_edges(),
                extracted=c.extracted, correct=c.correct, random_baseline=item.baseline,
@@ -195,7 +198,7 @@ def summarize(rows: list[Row]) -> dict:
 
 
 def write_rows(rows: list[Row], path: Path) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_output(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(Row.__dataclass_fields__))
         w.writeheader()
         for r in rows:
@@ -204,7 +207,7 @@ def write_rows(rows: list[Row], path: Path) -> Path:
 
 
 def write_factor_csv(summary: dict, path: Path) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_output(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["factor", "level", "n", "accuracy", "extraction_rate", "random_baseline", "mean_prompt_tokens",
                     "mean_completion_tokens"])
@@ -246,8 +249,11 @@ def heatmap(rows: list[Row], path: Path, row_factor: str = "format", col_factor:
     ax.set_title("accuracy")
     fig.colorbar(im, ax=ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
     return path
 
 

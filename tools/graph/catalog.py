@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import networkx as nx
 from pydantic import BaseModel, Field
 
+from tools.atomic import write_text
 from tools.errors import InvalidInput
 from tools.graph.benchmark import (
     check_levels,
@@ -29,7 +30,7 @@ from tools.graph.tasks import (
     check,
     get_task,
     np_hard_bound,
-    random_baseline,
+    random_baseline_info,
     solve,
     task_params,
 )
@@ -41,7 +42,8 @@ from tools.spec import ToolSpec
 
 GraphArg = Annotated[GraphSpec | None, Field(
     description='The graph as JSON: {"nodes": [0, 1, 2], "edges": [[0, 1], [1, 2, 4.5]], "directed": false}. '
-                "Node labels are non-negative integers; an edge is [u, v] or [u, v, weight]. "
+                "Node labels are non-negative integers or names like 'a0' (letters, digits, underscores); an edge is "
+                "[u, v] or [u, v, weight]; `features` ({label: [x, y]}) gives node vectors for the gnn task. "
                 "Or leave it out and give `text` (+ `text_format`) or `path`.")]
 TextArg = Annotated[str | None, Field(description="The graph as text in `text_format` (instead of `graph`).")]
 TextFormatArg = Annotated[str | None, Field(
@@ -51,9 +53,11 @@ PathArg = Annotated[str | None, Field(
                 "allowed roots or a sample:// URI.")]
 DirectedArg = Annotated[bool, Field(
     description="For text formats that do not say so themselves (the Python-literal ones): the graph is directed.")]
-SourceArg = Annotated[int | None, Field(description="Source node (tasks that take one, e.g. bfsorder, shortest_path).")]
-TargetArg = Annotated[int | None, Field(description="Target node (e.g. connectivity, shortest_path, max_flow).")]
-NodeArg = Annotated[int | None, Field(description="The node a question is about (node_degree).")]
+SourceArg = Annotated[int | str | None, Field(
+    description="Source node label (tasks that take one, e.g. bfsorder, shortest_path).")]
+TargetArg = Annotated[int | str | None, Field(
+    description="Target node label (e.g. connectivity, shortest_path, max_flow).")]
+NodeArg = Annotated[int | str | None, Field(description="The node a question is about (node_degree).")]
 TaskArg = Annotated[str, Field(description="Task name; graph_list_tasks lists them (e.g. 'shortest_path').")]
 
 
@@ -88,8 +92,7 @@ def _load_graph(graph: GraphSpec | None, text: str | None, text_format: str | No
 def _inline_or_file(content: str, name: str, suffix: str) -> tuple[str | None, str | None]:
     if len(content) <= get_settings().graph.max_inline_chars:
         return content, None
-    out = output_path(name, suffix)
-    out.write_text(content, encoding="utf-8")
+    out = write_text(output_path(name, suffix), content)
     return None, str(out)
 
 
@@ -137,18 +140,22 @@ class Serialized(BaseModel):
 
 class Solved(BaseModel):
     task: str
-    answer: bool | int | float | list[int] = Field(description="The exact answer.")
+    answer: bool | int | float | list[int | str] | dict[str, list[float]] = Field(
+        description="The exact answer (for gnn: node label -> vector).")
     answer_text: str = Field(description="The answer as a model should write it.")
     witness: dict[str, Any] | None = Field(None, description="Evidence: a path, cycle, matching, colouring, cut...")
     explanation: str
     random_baseline: float = Field(description="Chance that a uniform random guess is right on this instance.")
+    random_baseline_method: str = Field(description="'exact', or how the baseline was estimated (BFS orders past "
+                                                    "7 nodes, topological orders past 12 nodes).")
 
 
 class Checked(BaseModel):
     task: str
     extracted: bool = Field(description="An answer of the right kind was found in the text.")
     correct: bool
-    parsed: bool | int | float | list[int] | str | None = Field(None, description="What was read from the text.")
+    parsed: bool | int | float | list[int | str] | dict[str, list[float]] | str | None = Field(
+        None, description="What was read from the text.")
     reason: str
     expected: str = Field(description="One correct answer (others may be valid: any BFS order, any shortest path).")
 
@@ -160,7 +167,7 @@ class PromptResult(BaseModel):
     prompt: str | None = Field(None, description="The prompt (absent when written to `path`).")
     path: str | None = None
     chars: int
-    params: dict[str, int]
+    params: dict[str, int | str]
     expected_answer: str
 
 
@@ -245,6 +252,8 @@ def graph_generate(
     acyclic: Annotated[bool, Field(description="With directed: orient edges along a random order (a DAG).")] = False,
     weighted: Annotated[bool, Field(description="Give edges integer weights 1..max_weight.")] = False,
     max_weight: Annotated[int, Field(description="Largest edge weight.", ge=1, le=10**6)] = 10,
+    features: Annotated[int, Field(description="Give every node a vector of this many 0/1 integers (the gnn task "
+                                               "needs them); 0 for none.", ge=0, le=64)] = 0,
     format: Annotated[str | None, Field(description="Also return the graph serialized in this format.")] = None,
 ) -> GraphResult:
     """Generate a seeded random or real-world graph (GraphOmni's and GraphQA's generators).
@@ -253,7 +262,7 @@ def graph_generate(
     and optionally its serialization. Bounded by max_nodes / max_edges.
     """
     G = generate(generator, n_nodes=n_nodes, difficulty=difficulty, seed=seed, directed=directed, acyclic=acyclic,
-                 weighted=weighted, max_weight=max_weight)
+                 weighted=weighted, max_weight=max_weight, features=features)
     spec = to_spec(G)
     blob = spec.model_dump_json()
     inline, path = _inline_or_file(blob, f"graph-{generator}", ".json")
@@ -325,8 +334,9 @@ def graph_solve(
     p = task_params(t, G, source=source, target=target, node=node)
     sol = solve(t, G, p, progress)
     witness = sol.witness if isinstance(sol.witness, dict) else None
+    baseline, method = random_baseline_info(t, G, p, sol, progress)
     return Solved(task=t.key, answer=sol.answer, answer_text=answer_text(t, sol, "adjacency_set"), witness=witness,
-                  explanation=sol.explanation[:4000], random_baseline=random_baseline(t, G, p, sol))
+                  explanation=sol.explanation[:4000], random_baseline=baseline, random_baseline_method=method)
 
 
 def graph_check_answer(
@@ -343,18 +353,22 @@ def graph_check_answer(
     prompt_format: Annotated[str | None, Field(
         description="The serialization the question was asked in, when it named nodes other than by number: "
                     "friendship, coauthorship, social_network (first names) or expert (letters).")] = None,
+    progress: Progress | None = None,
 ) -> Checked:
-    """Read a model's free-text answer to a graph task and validate it against the graph.
+    """Read a model's free-text answer to a graph task and validate every claim in it against the graph.
 
     Never compares with a stored string: any valid BFS order or shortest path is accepted; a bare "no"
     means no; a numeric answer is the final one (after 'Answer:' when present), not any number mentioned.
+    Witnesses the answer offers are checked too, and one false claim makes it wrong: a Hamiltonian path
+    (a bare path counts as "yes, this one"), a shortest path's stated total weight (a total alone is read
+    too), a matching's assignment, a colouring, the sides of a cut, a clique / independent set / cover.
     """
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)
     p = task_params(t, G, source=source, target=target, node=node)
-    sol = solve(t, G, p)
+    sol = solve(t, G, p, progress)
     fkey = format_key(prompt_format) if prompt_format else "adjacency_set"
-    c = check(t, G, p, answer, sol, naming=FORMATS[fkey].naming)
+    c = check(t, G, p, answer, sol, naming=FORMATS[fkey].naming, progress=progress)
     return Checked(task=t.key, extracted=c.extracted, correct=c.correct, parsed=c.parsed, reason=c.reason,
                    expected=answer_text(t, sol, fkey))
 
@@ -374,6 +388,7 @@ def graph_prompt(
     target: TargetArg = None,
     node: NodeArg = None,
     answer_instruction: Annotated[bool, Field(description="Ask for a last line 'Answer: ...'.")] = True,
+    progress: Progress | None = None,
 ) -> PromptResult:
     """Build a GraphOmni-style prompt for a graph question in a given serialization and prompt scheme.
 
@@ -383,7 +398,7 @@ def graph_prompt(
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)
     p = task_params(t, G, source=source, target=target, node=node)
-    sol = solve(t, G, p)
+    sol = solve(t, G, p, progress)
     fkey, skey = format_key(format), scheme_key(scheme)
     prompt = build_prompt(t, G, p, fkey, skey, k=k, seed=seed, answer_instruction=answer_instruction)
     inline, fpath = _inline_or_file(prompt, f"prompt-{t.key}", ".txt")
@@ -503,9 +518,9 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(graph_generate, title="Generate a seeded graph"),
     ToolSpec(graph_serialize, title="Serialize a graph"),
     ToolSpec(graph_parse, title="Parse a serialized graph"),
-    ToolSpec(graph_solve, title="Solve a graph task exactly"),
-    ToolSpec(graph_check_answer, title="Check a free-text answer against the graph"),
-    ToolSpec(graph_prompt, title="Build a graph-reasoning prompt"),
+    ToolSpec(graph_solve, title="Solve a graph task exactly", heavy=True),
+    ToolSpec(graph_check_answer, title="Check a free-text answer against the graph", heavy=True),
+    ToolSpec(graph_prompt, title="Build a graph-reasoning prompt", heavy=True),
     ToolSpec(graph_benchmark, title="Benchmark an LLM on graph reasoning", read_only=False, open_world=True,
              idempotent=False),
     ToolSpec(graph_optimize_factors, title="Find the best serialization and prompt scheme for an LLM",

@@ -159,16 +159,20 @@ def generator_key(name: str) -> str:
 
 def generate(generator: str, *, n_nodes: int | None = None, difficulty: str | None = None, seed: int = 0,
              directed: bool = False, acyclic: bool = False, weighted: bool = False,
-             max_weight: int = 10) -> nx.Graph:
+             max_weight: int = 10, features: int = 0) -> nx.Graph:
     """A seeded graph from `generator`.
 
     Size: `n_nodes`, else drawn from the `difficulty` range (easy 5-10, medium 10-20, hard 20-30), else
     medium. `directed` orients each edge at random; with `acyclic` too, edges point forward along a
     random node order, so the graph is a DAG. `weighted` draws integer weights from 1..max_weight.
+    `features` > 0 gives every node a vector of that many integers drawn from 0..1 (the gnn task).
     """
     key = generator_key(generator)
     gen = GENERATORS[key]
     rng = random.Random(f"{key}|{seed}|{n_nodes}|{difficulty}|{directed}|{acyclic}|{weighted}|{max_weight}")
+    if isinstance(features, bool) or not 0 <= features <= 64:
+        raise InvalidInput(f"features = {features!r} is not a vector length in 0..64.",
+                           hint="Pass features=2 for 2-dimensional node vectors, or 0 for none.")
     if difficulty is not None and difficulty not in DIFFICULTIES:
         raise unknown_name("difficulty", difficulty, DIFFICULTIES)
     if n_nodes is None:
@@ -210,4 +214,9 @@ def generate(generator: str, *, n_nodes: int | None = None, difficulty: str | No
             G[u][v]["weight"] = float(rng.randint(1, max_weight))
     G.graph["weighted"] = weighted
     G.graph["generator"] = key
+    if features:
+        frng = random.Random(f"features|{key}|{seed}|{n_nodes}|{features}")
+        for u in sorted(G):
+            G.nodes[u]["features"] = tuple(float(frng.randint(0, 1)) for _ in range(features))
+        G.graph["features"] = features
     return G

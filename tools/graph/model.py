@@ -1,15 +1,21 @@
 """The graph a tool receives: its JSON form, validation against the bounds, and conversion to networkx.
 
 A graph travels as JSON, `{"nodes": [0, 1, 2], "edges": [[0, 1], [1, 2, 3.5]], "directed": false}`:
-node labels are non-negative integers, an edge is `[u, v]` or `[u, v, weight]` (or weights come in a
-parallel `weights` list), and `nodes` may be left out when every node has an edge. Inside the family a
-graph is a `networkx.Graph` / `networkx.DiGraph` with integer nodes; a weighted one carries a `weight`
-on every edge and `G.graph["weighted"] = True`.
+a node label is a non-negative integer or a name (letters, digits and underscores, not all digits:
+`a0`, `j1`, `Alice`; a string of digits such as `"3"` is the integer 3), an edge is `[u, v]` or
+`[u, v, weight]` (or weights come in a parallel `weights` list), and `nodes` may be left out when every
+node has an edge. Optional `features` give every node a vector (the `gnn` task). Inside the family a
+graph is a `networkx.Graph` / `networkx.DiGraph` with int and/or str nodes, ordered by `node_key`
+(integers first, then names in natural order: a2 before a10); a weighted one carries a `weight` on
+every edge and `G.graph["weighted"] = True`, one with features a tuple `features` on every node and
+`G.graph["features"]` = its dimension.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
@@ -18,12 +24,15 @@ from pydantic import BaseModel, Field
 from tools.errors import InvalidInput, LimitExceeded
 from tools.settings import get_settings
 
+Node = int | str
+
 
 class GraphSpec(BaseModel):
-    """A graph as JSON: integer node labels, edges as [u, v] or [u, v, weight]."""
+    """A graph as JSON: node labels (integers or names), edges as [u, v] or [u, v, weight]."""
 
     nodes: list[Any] | None = Field(
-        None, description="Node labels (non-negative integers). Optional when every node has an edge."
+        None, description="Node labels: non-negative integers or names such as 'a0' (letters, digits, underscores). "
+                          "Optional when every node has an edge."
     )
     edges: list[list[Any]] = Field(
         default_factory=list, description="Edges as [u, v] or [u, v, weight]; for a directed graph u -> v."
@@ -31,6 +40,10 @@ class GraphSpec(BaseModel):
     directed: bool = Field(False, description="True for a directed graph.")
     weights: list[float] | None = Field(
         None, description="Optional edge weights, one per edge in order (instead of a third edge entry)."
+    )
+    features: dict[str, list[float]] | None = Field(
+        None, description="Optional node feature vectors, {node label: [x, y, ...]}, one per node, all the same "
+                          "length (the gnn task needs them)."
     )
 
 
@@ -47,30 +60,53 @@ def check_size(n_nodes: int, n_edges: int) -> None:
         raise LimitExceeded("The number of nodes", n_nodes, lim.max_nodes, "RESEARCH_MCP_GRAPH__MAX_NODES")
 
 
-def node_label(value: Any, where: str) -> int:
-    """A node label as an int; `InvalidInput` naming `where` for anything that is not a non-negative integer."""
+_NAME_LABEL = re.compile(r"\w+")
+
+
+def node_label(value: Any, where: str) -> Node:
+    """A node label as an int or a name; `InvalidInput` naming `where` for anything else.
+
+    Integers (and strings of digits, and integral floats) give int labels; other strings of letters,
+    digits and underscores give str labels.
+    """
+    hint = ("Label nodes with non-negative integers (0, 1, 2, ...) or names of letters, digits and underscores "
+            "(a0, j1, Alice).")
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise InvalidInput(
-            f"Node label {value!r} in {where} is not an integer.",
-            hint="Label nodes with non-negative integers (0, 1, 2, ...); relabel named nodes first.",
-        )
+        raise InvalidInput(f"Node label {value!r} in {where} is neither an integer nor a name.", hint=hint)
     if isinstance(value, float):
         if not value.is_integer():
-            raise InvalidInput(f"Node label {value!r} in {where} is not an integer.",
-                               hint="Label nodes with non-negative integers (0, 1, 2, ...).")
+            raise InvalidInput(f"Node label {value!r} in {where} is not an integer.", hint=hint)
         value = int(value)
     if isinstance(value, str):
         text = value.strip()
-        if not text.isdigit():
-            raise InvalidInput(
-                f"Node label {value!r} in {where} is not an integer.",
-                hint="Label nodes with non-negative integers (0, 1, 2, ...); relabel named nodes first.",
-            )
-        value = int(text)
+        if text.isdigit() and text.isascii():
+            value = int(text)
+        elif _NAME_LABEL.fullmatch(text):
+            return text
+        else:
+            raise InvalidInput(f"Node label {value!r} in {where} is not an integer or a name of letters, digits and "
+                               "underscores.", hint=hint + " Replace spaces and punctuation by underscores.")
     if value < 0:
-        raise InvalidInput(f"Node label {value} in {where} is negative.",
-                           hint="Label nodes with non-negative integers (0, 1, 2, ...).")
+        raise InvalidInput(f"Node label {value} in {where} is negative.", hint=hint)
     return value
+
+
+def node_key(u: Node) -> tuple:
+    """The sort key of a node label: integers by value first, then names in natural order (a2 before a10)."""
+    if isinstance(u, int):
+        return (0, u, ())
+    parts = tuple((0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.findall(r"\d+|\D+", u))
+    return (1, 0, parts)
+
+
+def sorted_nodes(nodes: Iterable[Node]) -> list[Node]:
+    """Node labels in the family's order (`node_key`)."""
+    return sorted(nodes, key=node_key)
+
+
+def has_named_nodes(G: nx.Graph) -> bool:
+    """True when some node label is a name (a str)."""
+    return any(isinstance(u, str) for u in G)
 
 
 def edge_weight(value: Any, where: str) -> float:
@@ -116,7 +152,7 @@ def build_graph(nodes: list[Any] | None, edges: list[Any], *, directed: bool = F
         where = f"edges[{i}]"
         if not isinstance(e, list | tuple) or len(e) not in (2, 3):
             raise InvalidInput(f"{where} = {e!r} is not an edge.",
-                               hint="Write each edge as [u, v] or [u, v, weight] with integer u and v.")
+                               hint="Write each edge as [u, v] or [u, v, weight] with node labels u and v.")
         u, v = node_label(e[0], where), node_label(e[1], where)
         if u == v:
             raise InvalidInput(f"{where} = {list(e)!r} is a self-loop.",
@@ -154,7 +190,45 @@ def from_spec(spec: GraphSpec | dict) -> nx.Graph:
             raise InvalidInput(f"The graph JSON is malformed: {exc}",
                                hint='Example: {"nodes": [0, 1, 2], "edges": [[0, 1], [1, 2]], "directed": false}.'
                                ) from None
-    return build_graph(spec.nodes, spec.edges, directed=spec.directed, weights=spec.weights)
+    G = build_graph(spec.nodes, spec.edges, directed=spec.directed, weights=spec.weights)
+    if spec.features is not None:
+        set_features(G, spec.features)
+    return G
+
+
+def set_features(G: nx.Graph, features: dict[Any, Any]) -> None:
+    """Attach node feature vectors (one per node, all of one length, finite numbers) to `G`, validated."""
+    hint = 'Give every node a vector of the same length, e.g. {"0": [1, 0], "1": [0, 1]}.'
+    if not isinstance(features, dict) or not features:
+        raise InvalidInput("`features` must map node labels to vectors.", hint=hint)
+    vecs: dict[Node, tuple[float, ...]] = {}
+    dim = None
+    for key, vec in features.items():
+        u = node_label(key, "features")
+        if u not in G:
+            raise InvalidInput(f"`features` names node {u!r}, which is not in the graph.", hint=hint)
+        if not isinstance(vec, list | tuple) or not vec:
+            raise InvalidInput(f"The features of node {u!r} are {vec!r}, not a list of numbers.", hint=hint)
+        if any(isinstance(x, bool) or not isinstance(x, int | float) for x in vec):
+            raise InvalidInput(f"The features of node {u!r} are not all numbers.", hint=hint)
+        xs = tuple(float(x) for x in vec)
+        if not all(math.isfinite(x) for x in xs):
+            raise InvalidInput(f"The features of node {u!r} are not all finite numbers.", hint=hint)
+        if dim is not None and len(xs) != dim:
+            raise InvalidInput(f"Node {u!r} has a {len(xs)}-dimensional vector, others {dim}-dimensional.", hint=hint)
+        dim = len(xs)
+        vecs[u] = xs
+    missing = [u for u in G if u not in vecs]
+    if missing:
+        raise InvalidInput(f"`features` lacks nodes {sorted_nodes(missing)[:10]}.", hint=hint)
+    for u, xs in vecs.items():
+        G.nodes[u]["features"] = xs
+    G.graph["features"] = dim
+
+
+def feature_dim(G: nx.Graph) -> int:
+    """The dimension of the node features of `G`; 0 when it has none."""
+    return int(G.graph.get("features") or 0)
 
 
 def is_weighted(G: nx.Graph) -> bool:
@@ -168,7 +242,7 @@ def fmt_weight(w: float) -> str:
 
 def to_spec(G: nx.Graph) -> GraphSpec:
     """The JSON form of a graph (nodes sorted, edges in a canonical order)."""
-    nodes = sorted(G.nodes())
+    nodes = sorted_nodes(G.nodes())
     edges: list[list[Any]] = []
     weighted = is_weighted(G)
     for u, v in canonical_edges(G):
@@ -177,14 +251,24 @@ def to_spec(G: nx.Graph) -> GraphSpec:
             edges.append([u, v, int(w) if float(w).is_integer() else w])
         else:
             edges.append([u, v])
-    return GraphSpec(nodes=nodes, edges=edges, directed=G.is_directed())
+    features = None
+    if feature_dim(G):
+        features = {str(u): [_as_num(x) for x in G.nodes[u]["features"]] for u in nodes}
+    return GraphSpec(nodes=nodes, edges=edges, directed=G.is_directed(), features=features)
 
 
-def canonical_edges(G: nx.Graph) -> list[tuple[int, int]]:
-    """Edges sorted; undirected edges written with the smaller label first."""
+def _as_num(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def canonical_edges(G: nx.Graph) -> list[tuple[Node, Node]]:
+    """Edges sorted (by `node_key`); undirected edges written with the smaller label first."""
+    def key(e: tuple[Node, Node]) -> tuple:
+        return node_key(e[0]), node_key(e[1])
+
     if G.is_directed():
-        return sorted(G.edges())
-    return sorted((min(u, v), max(u, v)) for u, v in G.edges())
+        return sorted(G.edges(), key=key)
+    return sorted((tuple(sorted_nodes((u, v))) for u, v in G.edges()), key=key)
 
 
 def same_graph(a: nx.Graph, b: nx.Graph) -> bool:
@@ -198,14 +282,13 @@ def same_graph(a: nx.Graph, b: nx.Graph) -> bool:
     return True
 
 
-def require_node(G: nx.Graph, node: int | None, role: str) -> int:
+def require_node(G: nx.Graph, node: Node | None, role: str) -> Node:
     """`node` when it is in `G`; `InvalidInput` naming the role and the valid labels otherwise."""
     if node is None:
         raise InvalidInput(f"This task needs a {role} node.", hint=f"Pass `{role}` as a node label of the graph.")
-    if isinstance(node, bool) or not isinstance(node, int):
-        raise InvalidInput(f"The {role} node {node!r} is not an integer label.", hint="Pass an integer node label.")
+    node = node_label(node, f"`{role}`")
     if node not in G:
-        labels = sorted(G.nodes())
+        labels = sorted_nodes(G.nodes())
         shown = f"{labels[0]}..{labels[-1]}" if len(labels) > 12 else ", ".join(map(str, labels))
         raise InvalidInput(f"The {role} node {node} is not in the graph (its nodes: {shown}).",
                            hint=f"Pick a {role} among the graph's nodes.")

@@ -21,7 +21,7 @@ import networkx as nx
 from tools.errors import InvalidInput, unknown_name
 from tools.graph.answers import parse_bool, parse_node_list, parse_number
 from tools.graph.generate import generate
-from tools.graph.model import is_weighted
+from tools.graph.model import feature_dim, is_weighted
 from tools.graph.serialize import FORMATS, format_key, label_of
 from tools.graph.tasks import Params, Solution, Task, applicable, render_question, sample_params, solve
 
@@ -68,14 +68,21 @@ def answer_text(task: Task, sol: Solution, fmt: str) -> str:
         return "Yes" if sol.answer else "No"
     if task.kind in ("int", "number"):
         return str(sol.answer)
+    if task.kind == "vectors":
+        return ", ".join(f"{FORMATS[fmt].node(_as_node(k))}: [{', '.join(map(str, v))}]"
+                         for k, v in sol.answer.items())
     if not sol.answer:
         return "There is no path."
     return "[" + ", ".join(label_of(u, naming) for u in sol.answer) + "]"
 
 
+def _as_node(label: str) -> int | str:
+    return int(label) if label.isdigit() else label
+
+
 def _block(task: Task, G: nx.Graph, p: Params, fmt: str) -> str:
     f = FORMATS[fmt]
-    intro, question = render_question(task, p, f.node)
+    intro, question = render_question(task, p, f.node, G)
     return f"{intro}\nGraph: {f.title} is \n{f.write(G)}\nQ: {question}"
 
 
@@ -106,7 +113,7 @@ def make_exemplars(task: Task, G: nx.Graph, k: int, seed: int) -> list[Exemplar]
     while len(out) < k and tries < 40 * max(k, 1):
         tries += 1
         H = generate(gen, difficulty="easy", seed=rng.randrange(10**9), directed=directed, acyclic=acyclic,
-                     weighted=is_weighted(G))
+                     weighted=is_weighted(G), features=feature_dim(G))
         if applicable(task, H) is not None or ("target" in task.params and H.number_of_nodes() < 2):
             continue
         try:
@@ -150,6 +157,11 @@ def canonical(task: Task, text: str, naming: str | None = None):
     if task.kind in ("int", "number"):
         x = parse_number(text)
         return None if x is None else round(x, 6)
+    if task.kind == "vectors":
+        from tools.graph.claims import Reader, find, vectors
+
+        _, found = find(text, vectors, Reader(naming, frozenset()))
+        return tuple(sorted(found.items())) if found else None
     toks = parse_node_list(text, naming=naming)
     return None if toks is None else tuple(toks)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from tools.errors import InvalidInput, LimitExceeded, unknown_name
-from tools.graph.model import build_graph, canonical_edges, fmt_weight, is_weighted
+from tools.graph.model import build_graph, canonical_edges, fmt_weight, has_named_nodes, is_weighted, sorted_nodes
 from tools.settings import get_settings
 
 NAMES = [
@@ -68,8 +68,11 @@ def node_of_letters(label: str) -> int:
     return k - 1
 
 
-def label_of(k: int, naming: str | None) -> str:
-    """How node `k` is written under a naming: None (its number), "names" or "letters"."""
+def label_of(k: int | str, naming: str | None) -> str:
+    """How node `k` is written under a naming: None (its number), "names" or "letters"; a named node
+    (a str label) is written as itself under every naming."""
+    if isinstance(k, str):
+        return k
     if naming == "names":
         return name_of(k)
     if naming == "letters":
@@ -77,8 +80,11 @@ def label_of(k: int, naming: str | None) -> str:
     return str(k)
 
 
-def node_of_label(tok: str, naming: str | None) -> int:
-    """The node a label stands for under a naming (the inverse of `label_of`)."""
+def node_of_label(tok: str, naming: str | None, named: frozenset[str] = frozenset()) -> int | str:
+    """The node a label stands for under a naming (the inverse of `label_of`); a token in `named` (the
+    graph's str labels) stands for itself."""
+    if tok in named:
+        return tok
     if naming == "names":
         return node_of_name(tok)
     if naming == "letters":
@@ -101,32 +107,43 @@ def node_of_name(name: str) -> int:
 # ----------------------------------------------------------------------------------------------- writers
 
 
-def _w(G: nx.Graph, u: int, v: int) -> str:
+def _w(G: nx.Graph, u, v) -> str:
     return fmt_weight(G[u][v]["weight"])
 
 
-def _isolated(G: nx.Graph) -> list[int]:
-    return sorted(n for n in G.nodes() if G.degree(n) == 0)
+def _isolated(G: nx.Graph) -> list:
+    return sorted_nodes(n for n in G.nodes() if G.degree(n) == 0)
+
+
+def _lit(u) -> str:
+    """A node as a Python literal: 3, or 'a0' for a named node."""
+    return repr(u)
 
 
 def _adjacency_set(G: nx.Graph) -> str:
     if is_weighted(G):
-        parts = [f"{u}: {{{', '.join(f'{v}: {_w(G, u, v)}' for v in sorted(G.adj[u]))}}}" for u in sorted(G)]
+        parts = [f"{_lit(u)}: {{{', '.join(f'{_lit(v)}: {_w(G, u, v)}' for v in sorted_nodes(G.adj[u]))}}}"
+                 for u in sorted_nodes(G)]
         return "{" + ", ".join(parts) + "}"
-    return repr({u: set(G.adj[u]) for u in sorted(G)})
+    if not has_named_nodes(G):
+        return repr({u: set(G.adj[u]) for u in sorted(G)})
+    parts = [f"{_lit(u)}: " + ("{" + ", ".join(map(_lit, sorted_nodes(G.adj[u]))) + "}" if G.adj[u] else "set()")
+             for u in sorted_nodes(G)]
+    return "{" + ", ".join(parts) + "}"
 
 
 def _adjacency_list(G: nx.Graph) -> str:
     if is_weighted(G):
-        parts = [f"{u}: [{', '.join(f'({v}, {_w(G, u, v)})' for v in sorted(G.adj[u]))}]" for u in sorted(G)]
+        parts = [f"{_lit(u)}: [{', '.join(f'({_lit(v)}, {_w(G, u, v)})' for v in sorted_nodes(G.adj[u]))}]"
+                 for u in sorted_nodes(G)]
         return "{" + ", ".join(parts) + "}"
-    return repr({u: sorted(G.adj[u]) for u in sorted(G)})
+    return repr({u: sorted_nodes(G.adj[u]) for u in sorted_nodes(G)})
 
 
 def _edge_tuples(G: nx.Graph) -> list[str]:
     if is_weighted(G):
-        return [f"({u}, {v}, {_w(G, u, v)})" for u, v in canonical_edges(G)]
-    return [f"({u}, {v})" for u, v in canonical_edges(G)]
+        return [f"({_lit(u)}, {_lit(v)}, {_w(G, u, v)})" for u, v in canonical_edges(G)]
+    return [f"({_lit(u)}, {_lit(v)})" for u, v in canonical_edges(G)]
 
 
 def _with_isolated(text: str, G: nx.Graph) -> str:
@@ -144,7 +161,7 @@ def _edge_list(G: nx.Graph) -> str:
 
 
 def _adjacency_matrix(G: nx.Graph) -> str:
-    order = sorted(G)
+    order = sorted_nodes(G)
     index = {u: i for i, u in enumerate(order)}
     n = len(order)
     cells = [["0"] * n for _ in range(n)]
@@ -166,7 +183,7 @@ def _adjacency_matrix(G: nx.Graph) -> str:
 def _plain(G: nx.Graph) -> nx.Graph:
     """A copy without graph attributes (networkx writes those into GML and GraphML)."""
     H = nx.DiGraph() if G.is_directed() else nx.Graph()
-    H.add_nodes_from(sorted(G))
+    H.add_nodes_from(sorted_nodes(G))
     if is_weighted(G):
         H.add_weighted_edges_from((u, v, float(G[u][v]["weight"])) for u, v in canonical_edges(G))
     else:
@@ -195,18 +212,22 @@ def _graphqa_adjacency(G: nx.Graph) -> str:
         meaning = "(i,j) means that node i and node j are connected with an undirected edge"
     if is_weighted(G):
         meaning = meaning.replace("(i,j)", "(i,j,w)") + " of weight w"
-    head = f"In {kind} graph, {meaning}. G describes a graph among nodes {_among([str(u) for u in sorted(G)])}."
+    head = f"In {kind} graph, {meaning}. G describes a graph among nodes {_among([str(u) for u in sorted_nodes(G)])}."
     if G.number_of_edges() == 0:
         return head
-    return f"{head}\nThe edges in G are: {' '.join(_edge_tuples(G))}."
+    if is_weighted(G):
+        tuples = [f"({u}, {v}, {_w(G, u, v)})" for u, v in canonical_edges(G)]
+    else:
+        tuples = [f"({u}, {v})" for u, v in canonical_edges(G)]
+    return f"{head}\nThe edges in G are: {' '.join(tuples)}."
 
 
 def _graphqa_incident(G: nx.Graph) -> str:
     kind = "a directed graph" if G.is_directed() else "a graph"
-    lines = [f"G describes {kind} among nodes {_among([str(u) for u in sorted(G)])}.", "In this graph:"]
+    lines = [f"G describes {kind} among nodes {_among([str(u) for u in sorted_nodes(G)])}.", "In this graph:"]
     verb = "has directed edges to" if G.is_directed() else "is connected to"
-    for u in sorted(G):
-        nbrs = sorted(G.adj[u])
+    for u in sorted_nodes(G):
+        nbrs = sorted_nodes(G.adj[u])
         if not nbrs:
             continue
         items = [f"{v} (weight {_w(G, u, v)})" if is_weighted(G) else str(v) for v in nbrs]
@@ -236,11 +257,13 @@ def _social_writer(key: str) -> Callable[[nx.Graph], str]:
     s = _SOCIAL[key]
 
     def write(G: nx.Graph) -> str:
+        _no_collision(G, "names", key)
         kind = f"a directed {s.noun}" if G.is_directed() else f"a {s.noun}"
-        lines = [f"G describes {kind} among nodes {_among([name_of(u) for u in sorted(G)])}.", s.intro]
+        lines = [f"G describes {kind} among nodes {_among([label_of(u, 'names') for u in sorted_nodes(G)])}.",
+                 s.intro]
         tmpl = s.directed if G.is_directed() else s.undirected
         for u, v in canonical_edges(G):
-            line = tmpl.format(a=name_of(u), b=name_of(v))
+            line = tmpl.format(a=label_of(u, "names"), b=label_of(v, "names"))
             if is_weighted(G):
                 line += f" (weight {_w(G, u, v)})"
             lines.append(line + ".")
@@ -249,13 +272,27 @@ def _social_writer(key: str) -> Callable[[nx.Graph], str]:
     return write
 
 
+def _no_collision(G: nx.Graph, naming: str, fmt: str) -> None:
+    """Refuse a named node whose label this encoder would read back as one of its own numbered names."""
+    for u in G:
+        if isinstance(u, str):
+            try:
+                node_of_label(u, naming)
+            except InvalidInput:
+                continue
+            raise InvalidInput(f"Node {u!r} looks like a node name the {fmt} encoder gives to numbered nodes.",
+                               hint="Rename the node (e.g. add a prefix) or use another format.")
+
+
 def _expert(G: nx.Graph) -> str:
+    _no_collision(G, "letters", "expert")
     kind = "directed" if G.is_directed() else "undirected"
-    among = _among([letters_of(u) for u in sorted(G)])
+    among = _among([label_of(u, "letters") for u in sorted_nodes(G)])
     lines = [f"You are a graph analyst and you have been given a graph G among nodes {among}.",
              f"G has the following {kind} edges:"]
     for u, v in canonical_edges(G):
-        lines.append(f"{letters_of(u)} -> {letters_of(v)}" + (f" (weight {_w(G, u, v)})" if is_weighted(G) else ""))
+        lines.append(f"{label_of(u, 'letters')} -> {label_of(v, 'letters')}"
+                     + (f" (weight {_w(G, u, v)})" if is_weighted(G) else ""))
     return "\n".join(lines)
 
 
@@ -413,7 +450,7 @@ def _parse_graphqa_adjacency(text: str, directed: bool) -> nx.Graph:
     nodes, m = _header_nodes(text, header, "adjacency", lambda t: t.strip())
     is_directed = m.group("kind") == "a directed"
     em = re.search(r"The edges in G are:(.*)", text[m.end():], re.S)  # absent when there is no edge
-    found = re.findall(r"\(\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*([0-9.eE+-]+)\s*)?\)", em.group(1)) if em else []
+    found = re.findall(r"\(\s*(\w+)\s*,\s*(\w+)\s*(?:,\s*([0-9.eE+-]+)\s*)?\)", em.group(1)) if em else []
     edges = [[a, b] if not c else [a, b, float(c)] for a, b, c in found]
     return build_graph(nodes, edges, directed=is_directed)
 
@@ -424,9 +461,9 @@ def _parse_incident(text: str, directed: bool) -> nx.Graph:
     is_directed = m.group("kind") == "a directed graph"
     edges: list[list] = []
     seen: set[tuple[str, str]] = set()
-    for u, rest in re.findall(r"Node (\d+) (?:is connected to|has directed edges to) nodes? ([^\n]*)\.", text):
+    for u, rest in re.findall(r"Node (\w+) (?:is connected to|has directed edges to) nodes? ([^\n]*)\.", text):
         for item in rest.split(","):
-            im = re.fullmatch(r"\s*(\d+)(?:\s*\(weight ([0-9.eE+-]+)\))?\s*", item)
+            im = re.fullmatch(r"\s*(\w+)(?:\s*\(weight ([0-9.eE+-]+)\))?\s*", item)
             if not im:
                 raise InvalidInput(f"Cannot read neighbour {item.strip()!r} of node {u} in the incident text.",
                                    hint="Neighbours are listed as '1, 2' or '1 (weight 2), 2 (weight 5)'.")
@@ -439,18 +476,32 @@ def _parse_incident(text: str, directed: bool) -> nx.Graph:
     return build_graph(nodes, edges, directed=is_directed)
 
 
+def _reader(naming: str) -> Callable[[str], int | str]:
+    """Token -> node for the encoders that name nodes: an encoder name is its numbered node, any other
+    label (a named node of the graph, such as a0) stands for itself."""
+
+    def read(tok: str) -> int | str:
+        try:
+            return node_of_label(tok, naming)
+        except InvalidInput:
+            return tok
+
+    return read
+
+
 def _social_parser(key: str) -> Callable[[str, bool], nx.Graph]:
     s = _SOCIAL[key]
-    name = r"([A-Z][a-z]+\d*)"
+    name = r"(\w+)"
+    read = _reader("names")
 
     def parse(text: str, directed: bool) -> nx.Graph:
         nodes, m = _header_nodes(
             text, rf"G describes (?P<kind>a directed |a ){re.escape(s.noun)} among nodes (?P<nodes>[^\n]*?)\.\s*\n",
-            key, node_of_name)
+            key, read)
         is_directed = m.group("kind").strip() == "a directed"
         tmpl = s.directed if is_directed else s.undirected
         pat = re.escape(tmpl).replace(r"\{a\}", name).replace(r"\{b\}", name) + r"(?: \(weight ([0-9.eE+-]+)\))?\."
-        edges = [[node_of_name(a), node_of_name(b)] if not w else [node_of_name(a), node_of_name(b), float(w)]
+        edges = [[read(a), read(b)] if not w else [read(a), read(b), float(w)]
                  for a, b, w in re.findall(pat, text[m.end():])]
         return build_graph(nodes, edges, directed=is_directed)
 
@@ -458,14 +509,13 @@ def _social_parser(key: str) -> Callable[[str, bool], nx.Graph]:
 
 
 def _parse_expert(text: str, directed: bool) -> nx.Graph:
-    nodes, _ = _header_nodes(text, r"given a graph G among nodes (?P<nodes>[^\n]*?)\.\s*\n", "expert",
-                             node_of_letters)
+    read = _reader("letters")
+    nodes, _ = _header_nodes(text, r"given a graph G among nodes (?P<nodes>[^\n]*?)\.\s*\n", "expert", read)
     km = re.search(r"G has the following (directed|undirected) edges:", text)
     if not km:
         raise InvalidInput("The expert text lacks 'G has the following ... edges:'.", hint=_EXAMPLES["expert"])
-    edges = [[node_of_letters(a), node_of_letters(b)] if not w else [node_of_letters(a), node_of_letters(b), float(w)]
-             for a, b, w in re.findall(r"^([A-Z]+) -> ([A-Z]+)(?: \(weight ([0-9.eE+-]+)\))?\s*$", text[km.end():],
-                                       re.M)]
+    edges = [[read(a), read(b)] if not w else [read(a), read(b), float(w)]
+             for a, b, w in re.findall(r"^(\w+) -> (\w+)(?: \(weight ([0-9.eE+-]+)\))?\s*$", text[km.end():], re.M)]
     return build_graph(nodes, edges, directed=km.group(1) == "directed")
 
 

@@ -13,24 +13,24 @@ the graph of minimum length (or weight), a topological order when every edge poi
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import random
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 
 from tools.errors import InvalidInput, LimitExceeded, unknown_name
+from tools.graph import claims
 from tools.graph.answers import parse_bool, parse_node_list, parse_number, says_no_path
-from tools.graph.model import is_weighted, require_node
-from tools.graph.serialize import node_of_label
-from tools.progress import Progress
+from tools.graph.model import Node, feature_dim, is_weighted, node_key, require_node, sorted_nodes
+from tools.progress import Progress, checkpoint, running
 from tools.settings import get_settings
 
-Params = dict[str, int]
+Params = dict[str, Node]
 
 
 @dataclass
@@ -57,17 +57,17 @@ class Task:
     key: str
     title: str
     source: str
-    kind: str  # "bool", "int", "number", "node_list"
+    kind: str  # "bool", "int", "number", "node_list", "vectors"
     intro: str
     question: str
     solve: Callable[[nx.Graph, Params], Solution]
     algorithm: str
     params: tuple[str, ...] = ()
-    needs: frozenset[str] = field(default_factory=frozenset)  # directed, undirected, dag, weighted, bipartite
+    needs: frozenset[str] = field(default_factory=frozenset)  # directed, undirected, dag, weighted, bipartite, features
     np_hard: bool = False
     verify: Callable[[nx.Graph, Params, list[int], Solution], tuple[bool, str]] | None = None
     answer_range: Callable[[nx.Graph, Params], tuple[float, float]] | None = None
-    list_baseline: Callable[[nx.Graph, Params, Solution], float] | None = None
+    list_baseline: Callable[[nx.Graph, Params, Solution], tuple[float, str]] | None = None
 
     @property
     def answer_format(self) -> str:
@@ -76,6 +76,7 @@ class Task:
             "int": "a single integer",
             "number": "a single number",
             "node_list": "the list of nodes in order, like [0, 3, 2]",
+            "vectors": "every node's vector, like node 0: [1, 2], node 1: [0, 3]",
         }[self.kind]
 
 
@@ -118,7 +119,7 @@ def _num(x: float) -> int | float:
     return int(x) if float(x).is_integer() else float(x)
 
 
-def _path_text(path: list[int]) -> str:
+def _path_text(path: list) -> str:
     return "[" + ", ".join(map(str, path)) + "]"
 
 
@@ -130,7 +131,7 @@ def _connectivity(G: nx.Graph, p: Params) -> Solution:
     if nx.has_path(G, s, t):
         path = nx.shortest_path(G, s, t)
         return Solution(True, {"path": path}, f"Searching from {s}, we reach {t} along {_path_text(path)}. So yes.")
-    comp = sorted(nx.node_connected_component(_undirected(G), s)) if not G.is_directed() else sorted(
+    comp = sorted_nodes(nx.node_connected_component(_undirected(G), s)) if not G.is_directed() else sorted_nodes(
         nx.descendants(G, s) | {s})
     return Solution(False, {"reachable_from_source": comp},
                     f"Searching from {s} reaches only {_path_text(comp)}, which does not include {t}. So no.")
@@ -155,7 +156,7 @@ def _bfs(G: nx.Graph, p: Params) -> Solution:
     while frontier:
         nxt = []
         for u in frontier:
-            for v in sorted(G.adj[u]):
+            for v in sorted_nodes(G.adj[u]):
                 if v not in seen:
                     seen.add(v)
                     order.append(v)
@@ -168,13 +169,11 @@ def _bfs(G: nx.Graph, p: Params) -> Solution:
                     f"The BFS order is {_path_text(order)}.")
 
 
-def _distances(G: nx.Graph) -> dict[int, dict[int, int]]:
-    return dict(nx.all_pairs_shortest_path_length(G))
-
-
 def _diameter(G: nx.Graph, p: Params) -> Solution:
     best, pair = 0, None
-    for u, dist in _distances(G).items():
+    for u in sorted_nodes(G):
+        checkpoint()
+        dist = nx.single_source_shortest_path_length(G, u)
         for v, d in dist.items():
             if d > best:
                 best, pair = d, (u, v)
@@ -187,12 +186,14 @@ def _diameter(G: nx.Graph, p: Params) -> Solution:
 
 
 def _shortest(G: nx.Graph, p: Params) -> Solution:
+    if is_weighted(G):  # a weighted graph asks the weighted question: least total weight
+        return _weighted_shortest(G, p)
     s, t = p["source"], p["target"]
     try:
         path = nx.shortest_path(G, s, t)
     except nx.NetworkXNoPath:
         return Solution([], None, f"No path leads from {s} to {t}.")
-    return Solution(path, {"length": len(path) - 1},
+    return Solution(path, {"length": len(path) - 1, "weight": len(path) - 1},
                     f"BFS from {s} reaches {t} at distance {len(path) - 1}; following parents back gives "
                     f"{_path_text(path)}.")
 
@@ -208,11 +209,48 @@ def _weighted_shortest(G: nx.Graph, p: Params) -> Solution:
 
 
 def _triangle(G: nx.Graph, p: Params) -> Solution:
-    tri = [c for c in nx.enumerate_all_cliques(G) if len(c) == 3] if G.number_of_nodes() else []
-    shown = ", ".join(f"({a}, {b}, {c})" for a, b, c in tri[:10]) + (" ..." if len(tri) > 10 else "")
-    return Solution(len(tri), {"triangles": [sorted(t) for t in tri[:200]]},
+    """Each triangle once: orient every edge from the lower-ranked end (by degree, then label) and intersect
+    the out-neighbour sets of the two ends of every edge."""
+    budget = _Budget("triangle")
+    rank = {u: i for i, u in enumerate(sorted(G, key=lambda u: (G.degree(u), node_key(u))))}
+    out = {u: {v for v in G.adj[u] if rank[v] > rank[u]} for u in G}
+    count = 0
+    found: list[list[Node]] = []
+    for u in sorted_nodes(G):
+        for v in out[u]:
+            budget.step()
+            common = out[u] & out[v]
+            count += len(common)
+            if len(found) < 200:
+                found.extend(sorted_nodes((u, v, w)) for w in common)
+    found = sorted(found[:200], key=lambda t: tuple(map(node_key, t)))
+    shown = ", ".join(f"({a}, {b}, {c})" for a, b, c in found[:10]) + (" ..." if count > 10 else "")
+    return Solution(count, {"triangles": found},
                     f"Checking every pair of neighbours of every node: the triangles are {shown or 'none'}. "
-                    f"So there are {len(tri)}.")
+                    f"So there are {count}.")
+
+
+def _gnn(G: nx.Graph, p: Params) -> Solution:
+    """Two layers of neighbour-sum aggregation: each layer sets h_v to the sum of h_u over the neighbours u of
+    v (a node without neighbours gets the zero vector)."""
+    dim = feature_dim(G)
+    h = {u: tuple(G.nodes[u]["features"]) for u in G}
+    layers = []
+    for _ in range(2):
+        checkpoint()
+        h = {v: tuple(sum(h[u][i] for u in G.adj[v]) for i in range(dim)) for v in G}
+        layers.append(h)
+    out = {str(u): [_num(x) for x in h[u]] for u in sorted_nodes(G)}
+    first = ", ".join(f"node {u}: {[_num(x) for x in layers[0][u]]}" for u in sorted_nodes(G)[:6])
+    return Solution(out, {"layer1": {str(u): [_num(x) for x in layers[0][u]] for u in sorted_nodes(G)}},
+                    f"Layer 1 sums each node's neighbours' vectors: {first}{' ...' if len(G) > 6 else ''}. "
+                    f"Layer 2 sums the layer-1 vectors the same way.")
+
+
+def features_text(G: nx.Graph, node_ref: Callable[[Node], str]) -> str:
+    """The node vectors as a question shows them: 'Embeddings: node 0: [1, 0], node 1: [0, 1].'"""
+    items = [f"{node_ref(u)}: [{', '.join(str(_num(x)) for x in G.nodes[u]['features'])}]" for u in sorted_nodes(G)]
+    return "Embeddings: " + ", ".join(items) + "."
 
 
 def _topo(G: nx.Graph, p: Params) -> Solution:
@@ -233,45 +271,47 @@ def _max_flow(G: nx.Graph, p: Params) -> Solution:
     value, flow = nx.maximum_flow(H, s, t)
     _, (side, _) = nx.minimum_cut(H, s, t)
     used = [[u, v, _num(f)] for u, d in flow.items() for v, f in d.items() if f > 0]
-    return Solution(_num(value), {"flow": used[:500], "source_side_of_min_cut": sorted(side)},
+    return Solution(_num(value), {"flow": used[:500], "source_side_of_min_cut": sorted_nodes(side)},
                     f"Augmenting paths from {s} to {t} push a total of {_num(value)}; the cut around "
-                    f"{_path_text(sorted(side))} has that capacity, so it is maximum.")
+                    f"{_path_text(sorted_nodes(side))} has that capacity, so it is maximum.")
 
 
 def _matching(G: nx.Graph, p: Params) -> Solution:
     if not nx.is_bipartite(G):
         raise InvalidInput("bipartite_matching needs a bipartite graph; this one has an odd cycle.",
                            hint="Generate one with Bipartite-ERM or Bipartite-ERP, or use another task.")
-    M = nx.max_weight_matching(G, maxcardinality=True, weight=None)
-    pairs = sorted(sorted(e) for e in M)
+    top = {u for u, c in nx.bipartite.color(G).items() if c == 0}
+    mate = nx.bipartite.hopcroft_karp_matching(G, top_nodes=top)
+    M = {(u, v) for u, v in mate.items() if u in top}
+    pairs = sorted((sorted_nodes(e) for e in M), key=lambda e: (node_key(e[0]), node_key(e[1])))
     return Solution(len(pairs), {"matching": pairs},
-                    f"Augmenting paths give the matching {pairs}, which no augmenting path improves: "
+                    f"Hopcroft-Karp's shortest augmenting paths give the matching {pairs}, which no augmenting path "
+                    "improves: "
                     f"size {len(pairs)}.")
 
 
-_RUN = threading.local()  # the Progress of the solve() running on this thread, for cancellation checks
-
-
 class _Budget:
-    """Counts the steps of an exact search; refuses past max_search_steps and honours cancellation."""
+    """Counts the steps of a search; refuses past max_search_steps and honours cancellation (the current
+    call's `Progress`) every 1024 steps."""
 
     def __init__(self, task: str) -> None:
-        self.left = _steps_limit()
+        self.limit = _steps_limit()
+        self.left = self.limit
         self.task = task
-        self.progress: Progress | None = getattr(_RUN, "progress", None)
+        checkpoint()
 
     def step(self) -> None:
         self.left -= 1
-        if self.progress is not None and self.left % 4096 == 0:
-            self.progress.check()
+        if self.left % 1024 == 0:
+            checkpoint()
         if self.left < 0:
-            raise LimitExceeded(f"The exact search for {self.task!r} (steps)", _steps_limit() + 1, _steps_limit(),
+            raise LimitExceeded(f"The exact search for {self.task!r} (steps)", self.limit + 1, self.limit,
                                 "RESEARCH_MCP_GRAPH__MAX_SEARCH_STEPS")
 
 
 def _hamiltonian(G: nx.Graph, cycle: bool, task: str) -> list[int] | None:
     n = G.number_of_nodes()
-    nodes = sorted(G)
+    nodes = sorted_nodes(G)
     if n == 1:
         return None if cycle else nodes
     if cycle and n < 3:
@@ -284,7 +324,7 @@ def _hamiltonian(G: nx.Graph, cycle: bool, task: str) -> list[int] | None:
             return None
         if not cycle and sum(1 for _, d in G.degree() if d == 1) > 2:
             return None
-    out = {u: sorted(G.adj[u]) if not G.is_directed() else sorted(G.successors(u)) for u in nodes}
+    out = {u: sorted_nodes(G.adj[u]) if not G.is_directed() else sorted_nodes(G.successors(u)) for u in nodes}
     budget = _Budget(task)
     starts = [nodes[0]] if cycle else sorted(nodes, key=lambda u: len(out[u]))
     path: list[int] = []
@@ -327,7 +367,7 @@ def _ham_cycle(G: nx.Graph, p: Params) -> Solution:
 
 def _degree(G: nx.Graph, p: Params) -> Solution:
     u = p["node"]
-    nbrs = sorted(G.successors(u)) if G.is_directed() else sorted(G.adj[u])
+    nbrs = sorted_nodes(G.successors(u)) if G.is_directed() else sorted_nodes(G.adj[u])
     return Solution(len(nbrs), {"neighbours": nbrs}, f"Node {u} has edges to {_path_text(nbrs)}: {len(nbrs)}.")
 
 
@@ -351,29 +391,77 @@ def _reach(G: nx.Graph, p: Params) -> Solution:
 
 
 def _components(G: nx.Graph, p: Params) -> Solution:
-    comps = [sorted(c) for c in nx.connected_components(_undirected(G))]
-    comps.sort()
+    comps = [sorted_nodes(c) for c in nx.connected_components(_undirected(G))]
+    comps.sort(key=lambda c: node_key(c[0]))
     return Solution(len(comps), {"components": comps[:200]},
                     f"Searching from each unvisited node finds {len(comps)} components.")
 
 
+def max_clique_search(G: nx.Graph, task: str) -> list[Node]:
+    """A maximum clique by branch and bound (Tomita-Seki MCQ: greedy colouring bounds the clique a candidate
+    set can still give), on bitsets; each branch is a step of the task's search budget."""
+    nodes = sorted(G, key=lambda u: (-G.degree(u), node_key(u)))
+    idx = {u: i for i, u in enumerate(nodes)}
+    nbr = [0] * len(nodes)
+    for u, v in G.edges():
+        nbr[idx[u]] |= 1 << idx[v]
+        nbr[idx[v]] |= 1 << idx[u]
+    budget = _Budget(task)
+    best: list[int] = []
+
+    def colour_order(cand: int) -> list[tuple[int, int]]:
+        order: list[tuple[int, int]] = []
+        colour = 0
+        left = cand
+        while left:
+            colour += 1
+            avail = left
+            while avail:
+                low = avail & -avail
+                i = low.bit_length() - 1
+                avail &= ~nbr[i] & ~low
+                left &= ~low
+                order.append((i, colour))
+        return order
+
+    def expand(clique: list[int], cand: int) -> None:
+        nonlocal best
+        for i, colour in reversed(colour_order(cand)):
+            budget.step()
+            if len(clique) + colour <= len(best):
+                return
+            new = [*clique, i]
+            sub = cand & nbr[i]
+            if sub:
+                expand(new, sub)
+            elif len(new) > len(best):
+                best = new
+            cand &= ~(1 << i)
+
+    if nodes:
+        expand([], (1 << len(nodes)) - 1)
+    return [nodes[i] for i in best]
+
+
 def _max_clique(G: nx.Graph, p: Params) -> Solution:
-    clique, size = nx.max_weight_clique(G, weight=None)
-    clique = sorted(clique)
+    clique = max_clique_search(G, "max_clique")
+    size = len(clique)
+    clique = sorted_nodes(clique)
     return Solution(size, {"clique": clique}, f"{_path_text(clique)} are pairwise adjacent and branch and bound "
                     f"finds no larger clique: {size}.")
 
 
 def _mis(G: nx.Graph, p: Params) -> Solution:
-    clique, size = nx.max_weight_clique(nx.complement(G), weight=None)
-    s = sorted(clique)
+    clique = max_clique_search(nx.complement(G), "max_independent_set")
+    size = len(clique)
+    s = sorted_nodes(clique)
     return Solution(size, {"independent_set": s}, f"{_path_text(s)} are pairwise non-adjacent and no larger "
                     f"set is: {size}.")
 
 
 def _mvc(G: nx.Graph, p: Params) -> Solution:
-    clique, _ = nx.max_weight_clique(nx.complement(G), weight=None)
-    cover = sorted(set(G) - set(clique))
+    clique = max_clique_search(nx.complement(G), "min_vertex_cover")
+    cover = sorted_nodes(set(G) - set(clique))
     return Solution(len(cover), {"cover": cover}, f"The complement of a maximum independent set, {_path_text(cover)}, "
                     f"touches every edge: {len(cover)}.")
 
@@ -407,7 +495,7 @@ def _chromatic(G: nx.Graph, p: Params) -> Solution:
     for k in range(lower, G.number_of_nodes() + 1):
         c = colour(k)
         if c is not None:
-            return Solution(k, {"colouring": {str(u): c[u] for u in sorted(c)}},
+            return Solution(k, {"colouring": {str(u): c[u] for u in sorted_nodes(c)}},
                             f"A proper colouring with {k} colours exists and none with {k - 1}: {k}.")
     return Solution(G.number_of_nodes(), None, "")
 
@@ -415,7 +503,7 @@ def _chromatic(G: nx.Graph, p: Params) -> Solution:
 def _max_cut(G: nx.Graph, p: Params) -> Solution:
     import numpy as np
 
-    nodes = sorted(G)
+    nodes = sorted_nodes(G)
     n = len(nodes)
     idx = {u: i for i, u in enumerate(nodes)}
     eu = np.array([idx[u] for u, v in G.edges()], dtype=np.int64)
@@ -428,6 +516,7 @@ def _max_cut(G: nx.Graph, p: Params) -> Solution:
     chunk = 1 << 15
     bits = np.arange(n - 1, dtype=np.int64)
     for start in range(0, total, chunk):
+        checkpoint()
         masks = np.arange(start, min(total, start + chunk), dtype=np.int64)
         side = np.zeros((len(masks), n), dtype=bool)
         side[:, 1:] = (masks[:, None] >> bits[None, :]) & 1
@@ -443,7 +532,7 @@ def _max_cut(G: nx.Graph, p: Params) -> Solution:
 def _mst(G: nx.Graph, p: Params) -> Solution:
     T = nx.minimum_spanning_tree(_undirected(G), weight="weight" if is_weighted(G) else None)
     w = sum(_w(G, u, v) if G.has_edge(u, v) else _w(G, v, u) for u, v in T.edges())
-    edges = sorted(sorted(e) for e in T.edges())
+    edges = sorted((sorted_nodes(e) for e in T.edges()), key=lambda e: (node_key(e[0]), node_key(e[1])))
     return Solution(_num(w), {"edges": edges[:500]}, f"Kruskal's algorithm keeps {len(edges)} edges of total "
                     f"weight {_num(w)}.")
 
@@ -460,7 +549,7 @@ def verify_bfs(G: nx.Graph, p: Params, order: list[int], sol: Solution) -> tuple
     if len(set(order)) != len(order):
         return False, "A node appears twice."
     if set(order) != reach:
-        missing, extra = sorted(reach - set(order)), sorted(set(order) - reach)
+        missing, extra = sorted_nodes(reach - set(order)), sorted_nodes(set(order) - reach)
         return False, f"The order must visit exactly the {len(reach)} nodes reachable from {s}" + (
             f"; missing {missing}" if missing else "") + (f"; not reachable or unknown {extra}" if extra else "") + "."
     pos = {u: i for i, u in enumerate(order)}
@@ -507,7 +596,7 @@ def verify_weighted_path(G, p, path, sol):
 
 
 def verify_topo(G: nx.Graph, p: Params, order: list[int], sol: Solution) -> tuple[bool, str]:
-    if sorted(order) != sorted(G) or len(order) != G.number_of_nodes():
+    if set(order) != set(G) or len(order) != G.number_of_nodes():
         return False, "A topological order lists every node exactly once."
     pos = {u: i for i, u in enumerate(order)}
     for u, v in G.edges():
@@ -519,25 +608,40 @@ def verify_topo(G: nx.Graph, p: Params, order: list[int], sol: Solution) -> tupl
 # ------------------------------------------------------------------------------------------- baselines
 
 
-def _bfs_baseline(G: nx.Graph, p: Params, sol: Solution) -> float:
-    """P(a uniform random order of the reachable nodes, source first, is a valid BFS order)."""
+BASELINE_SAMPLES = 2000
+EXACT = "exact"
+
+
+def _bfs_baseline(G: nx.Graph, p: Params, sol: Solution) -> tuple[float, str]:
+    """P(a uniform random order of the reachable nodes, source first, is a valid BFS order): exact over all
+    orders up to 7 other nodes, else estimated from random orders."""
     rest = sol.answer[1:]
     k = len(rest)
     if k <= 1:
-        return 1.0
+        return 1.0, EXACT
     if k <= 7:
-        ok = sum(verify_bfs(G, p, [p["source"], *perm], sol)[0] for perm in itertools.permutations(rest))
-        return ok / math.factorial(k)
+        ok = 0
+        for i, perm in enumerate(itertools.permutations(rest)):
+            if i % 512 == 0:
+                checkpoint()
+            ok += verify_bfs(G, p, [p["source"], *perm], sol)[0]
+        return ok / math.factorial(k), EXACT
     rng = random.Random(0)
     hits = 0
-    for _ in range(2000):
+    for i in range(BASELINE_SAMPLES):
+        if i % 256 == 0:
+            checkpoint()
         perm = rest[:]
         rng.shuffle(perm)
         hits += verify_bfs(G, p, [p["source"], *perm], sol)[0]
-    return hits / 2000
+    return hits / BASELINE_SAMPLES, f"estimated from {BASELINE_SAMPLES} random orders"
 
 
-def _walk_baseline(G: nx.Graph, p: Params, sol: Solution) -> float:
+def _walk_baseline(G: nx.Graph, p: Params, sol: Solution) -> tuple[float, str]:
+    return _walk_probability(G, p, sol), EXACT
+
+
+def _walk_probability(G: nx.Graph, p: Params, sol: Solution) -> float:
     """P(a uniform random walk from the source follows a shortest path to the target)."""
     s, t = p["source"], p["target"]
     if not sol.answer:
@@ -564,32 +668,53 @@ def _walk_baseline(G: nx.Graph, p: Params, sol: Solution) -> float:
     return prob(s) if best is not None else 0.0
 
 
-def _topo_baseline(G: nx.Graph, p: Params, sol: Solution) -> float:
-    """(number of linear extensions) / n!, exact by subset DP up to 18 nodes, sampled above."""
-    nodes = sorted(G)
+TOPO_EXACT_MAX_NODES = 12
+
+
+def _topo_baseline(G: nx.Graph, p: Params, sol: Solution) -> tuple[float, str]:
+    """(number of linear extensions) / n!: exact by subset DP up to TOPO_EXACT_MAX_NODES nodes, above that
+    estimated by sequential importance sampling (build an order by picking uniformly among the nodes whose
+    predecessors are placed; the product over steps of available / remaining is an unbiased estimate)."""
+    nodes = sorted_nodes(G)
     n = len(nodes)
-    if n <= 18:
-        idx = {u: i for i, u in enumerate(nodes)}
-        preds = [0] * n
-        for u, v in G.edges():
-            preds[idx[v]] |= 1 << idx[u]
+    idx = {u: i for i, u in enumerate(nodes)}
+    preds = [0] * n
+    for u, v in G.edges():
+        preds[idx[v]] |= 1 << idx[u]
+    if n <= TOPO_EXACT_MAX_NODES:
         count = [0] * (1 << n)
         count[0] = 1
         for mask in range(1 << n):
+            if mask % 1024 == 0:
+                checkpoint()
             c = count[mask]
             if not c:
                 continue
             for i in range(n):
                 if not mask >> i & 1 and preds[i] & mask == preds[i]:
                     count[mask | 1 << i] += c
-        return count[-1] / math.factorial(n)
+        return count[-1] / math.factorial(n), EXACT
     rng = random.Random(0)
-    hits = 0
-    for _ in range(2000):
-        perm = nodes[:]
-        rng.shuffle(perm)
-        hits += verify_topo(G, p, perm, sol)[0]
-    return hits / 2000
+    total = 0.0
+    for k in range(BASELINE_SAMPLES):
+        if k % 128 == 0:
+            checkpoint()
+        placed = 0
+        weight = 1.0
+        for step in range(n):
+            avail = [i for i in range(n) if not placed >> i & 1 and preds[i] & placed == preds[i]]
+            weight *= len(avail) / (n - step)
+            placed |= 1 << rng.choice(avail)
+        total += weight
+    return total / BASELINE_SAMPLES, f"estimated by sequential importance sampling ({BASELINE_SAMPLES} orders)"
+
+
+def _gnn_baseline(G: nx.Graph) -> tuple[float, str]:
+    """Guessing every component uniformly among the integers between 0 and the largest possible two-layer sum
+    (max |feature| * (n - 1)^2): one over that count, to the power of the number of components."""
+    top = max((abs(x) for u in G for x in G.nodes[u]["features"]), default=0.0)
+    span = math.floor(top * max(G.number_of_nodes() - 1, 1) ** 2) + 1
+    return math.exp(-G.number_of_nodes() * feature_dim(G) * math.log(span)), EXACT
 
 
 def _total_weight(G: nx.Graph) -> float:
@@ -618,8 +743,10 @@ _ALGO = {
                         "nodes and delete it.",
     "max_flow": "Ford-Fulkerson: while the residual graph has a path from source to target, push its bottleneck "
                 "capacity along it; the total pushed is the maximum flow.",
-    "bipartite_matching": "Hopcroft-Karp / augmenting paths: grow the matching along alternating paths that start "
-                          "and end at unmatched nodes until none remains.",
+    "bipartite_matching": "Hopcroft-Karp: in rounds, find a maximal set of shortest vertex-disjoint augmenting "
+                          "paths (alternating paths between unmatched nodes) and flip them, until none remains.",
+    "gnn": "Layer by layer: each node's new vector is the sum of its neighbours' vectors from the previous layer; "
+           "apply this twice.",
     "hamiltonian_path": "Backtracking: extend a path one unvisited neighbour at a time, undoing choices that get "
                         "stuck, until every node is on the path or all choices fail.",
     "hamiltonian_cycle": "Backtracking: extend a path from a start node through unvisited neighbours; succeed when "
@@ -734,6 +861,11 @@ TASKS: dict[str, Task] = {
            "A cut splits the nodes into two sides; its value is the number (total weight) of edges between them.",
            "What is the value of a maximum cut of this graph?", _max_cut, needs=("undirected",), np_hard=True,
            answer_range=lambda G, p: (0, _total_weight(G))),
+        _t("gnn", "GNN (two layers of neighbour sums)", "NLGraph", "vectors",
+           "Every node has an embedding, a vector of numbers. In a simple graph convolution layer, each node's "
+           "embedding is updated to the sum of its neighbours' embeddings.",
+           "What is the embedding of each node after two layers of simple graph convolution?", _gnn,
+           needs=("undirected", "features"), list_baseline=lambda G, p, sol: _gnn_baseline(G)),
         _t("mst_weight", "minimum spanning tree weight", "classic", "number",
            "A minimum spanning tree (a forest when the graph is disconnected) joins the nodes of each component "
            "with the least total edge weight (each edge weighs 1 when the graph is unweighted).",
@@ -747,7 +879,8 @@ GRAPHOMNI_TASKS = [k for k, t in TASKS.items() if t.source == "GraphOmni"]
 def task_key(name: str) -> str:
     key = name.strip().lower().replace("-", "_").replace(" ", "_")
     aliases = {"bfs": "bfsorder", "bfs_order": "bfsorder", "triangles": "triangle", "triangle_count": "triangle",
-               "shortest": "shortest_path", "topological": "topological_sort", "flow": "max_flow",
+               "shortest": "shortest_path", "topological": "topological_sort", "topology": "topological_sort",
+               "hamilton": "hamiltonian_path", "flow": "max_flow", "gnn": "gnn",
                "matching": "bipartite_matching", "mst": "mst_weight", "degree": "node_degree",
                "components": "component_count", "connected_components": "component_count"}
     key = aliases.get(key, key)
@@ -775,6 +908,8 @@ def applicable(task: Task, G: nx.Graph) -> str | None:
         return f"{task.key} needs a weighted graph."
     if "bipartite" in task.needs and not nx.is_bipartite(G):
         return f"{task.key} needs a bipartite graph."
+    if "features" in task.needs and not feature_dim(G):
+        return f"{task.key} needs node feature vectors."
     return None
 
 
@@ -799,28 +934,45 @@ def solve(task: Task, G: nx.Graph, p: Params, progress: Progress | None = None) 
     if why:
         hints = {"directed": "Generate with directed=true.", "dag": "Generate with directed=true and acyclic=true.",
                  "weighted": "Generate with weighted=true or give edge weights.",
-                 "undirected": "Pass an undirected graph.", "bipartite": "Use a Bipartite-ERM/ERP graph."}
+                 "undirected": "Pass an undirected graph.", "bipartite": "Use a Bipartite-ERM/ERP graph.",
+                 "features": 'Give the graph JSON a "features" map (or generate with features=2).'}
         raise InvalidInput(why, hint=" ".join(hints[n] for n in sorted(task.needs)))
     if task.np_hard:
         _np_hard_guard(task, G)
-    _RUN.progress = progress
-    try:
+    with _running(progress):
         return task.solve(G, p)
-    finally:
-        _RUN.progress = None
 
 
-def _to_nodes(tokens: list[str], naming: str | None) -> list[int]:
-    return [node_of_label(tok, naming) for tok in tokens]
+@contextlib.contextmanager
+def _running(progress: Progress | None) -> Iterator[None]:
+    """Make `progress` the current one (what `checkpoint()` checks) when one is given."""
+    if progress is None:
+        yield
+    else:
+        with running(progress):
+            yield
 
 
 def check(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution | None = None, *,
-          naming: str | None = None) -> Check:
+          naming: str | None = None, progress: Progress | None = None) -> Check:
     """Read `text` as an answer to `task` and validate it against `G` (never against a stored answer string).
 
-    `naming` says how the question named nodes: None (numbers), "names" or "letters" (see serialize).
+    Every claim the answer makes is validated, not only its headline value (see `tools.graph.claims`): a
+    Hamiltonian path or cycle it offers, the total weight it states for a shortest path, the assignment of a
+    matching, the colouring of a chromatic number, the sides of a cut, the node set of a clique,
+    independent set or vertex cover. One false claim makes the answer wrong. `naming` says how the question
+    named nodes: None (numbers), "names" or "letters" (see serialize); a graph's str labels read as themselves.
     """
-    sol = sol or solve(task, G, p)
+    with _running(progress):
+        sol = sol or solve(task, G, p)
+        reader = claims.Reader.of(G, naming)
+        judge = _JUDGES.get(task.key)
+        if judge is not None:
+            return judge(task, G, p, text, sol, reader)
+        return _judge_plain(task, G, p, text, sol, reader)
+
+
+def _judge_plain(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
     if task.kind == "bool":
         got = parse_bool(text)
         if got is None:
@@ -828,28 +980,224 @@ def check(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution | None = 
         return Check(True, got == sol.answer, got, "Correct." if got == sol.answer else
                      f"The answer is {'yes' if sol.answer else 'no'}.")
     if task.kind in ("int", "number"):
-        got = parse_number(text)
-        if got is None:
-            return Check(False, False, None, "No number found.")
-        ok = math.isclose(got, float(sol.answer), rel_tol=1e-6, abs_tol=1e-6)
-        return Check(True, ok, _num(got), "Correct." if ok else f"The answer is {sol.answer}.")
-    tokens = parse_node_list(text, naming=naming)
-    if not sol.answer and task.key in ("shortest_path", "weighted_shortest_path"):
-        no = says_no_path(text)
-        return Check(no or tokens is not None, no, "no path" if no else tokens,
-                     "Correct: there is no path." if no else "There is no path between these nodes.")
+        return _judge_number(text, sol)
+    tokens = parse_node_list(text, naming=reader.naming, named=reader.named)
     if tokens is None:
         return Check(False, False, None, "No node sequence found.")
     try:
-        nodes = _to_nodes(tokens, naming)
+        nodes = reader.nodes(tokens)
     except InvalidInput as exc:
         return Check(True, False, tokens, exc.message)
     assert task.verify is not None
-    unknown = [u for u in nodes if u not in G]
+    unknown = claims.bad_nodes(G, nodes)
     if unknown:
         return Check(True, False, nodes, f"Nodes {unknown} are not in the graph.")
     ok, reason = task.verify(G, p, nodes, sol)
     return Check(True, ok, nodes, reason)
+
+
+def _judge_number(text: str, sol: Solution) -> Check:
+    got = parse_number(text)
+    if got is None:
+        return Check(False, False, None, "No number found.")
+    ok = claims.same_value(got, float(sol.answer))
+    return Check(True, ok, _num(got), "Correct." if ok else f"The answer is {sol.answer}.")
+
+
+def _judge_hamiltonian(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    cycle = task.key == "hamiltonian_cycle"
+    said = parse_bool(text)
+    toks = claimed_seq = claims.claimed_sequence(text, reader) if said is not False else None
+    if said is None and toks is None:
+        return Check(False, False, None, "No yes/no answer and no path found.")
+    claim = True if said is None else said
+    if claim and claimed_seq is not None:
+        try:
+            seq = reader.nodes(claimed_seq)
+        except InvalidInput as exc:
+            return Check(True, False, claimed_seq, exc.message)
+        why = claims.hamiltonian_problem(G, seq, cycle)
+        if why is not None:
+            return Check(True, False, seq, f"The {'cycle' if cycle else 'path'} given is not Hamiltonian: {why}")
+        return Check(True, True, seq, f"A valid Hamiltonian {'cycle' if cycle else 'path'}.")
+    ok = claim == sol.answer
+    return Check(True, ok, claim, "Correct." if ok else f"The answer is {'yes' if sol.answer else 'no'}.")
+
+
+def _judge_path(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    s, t = p["source"], p["target"]
+    total = claims.stated_total(text)
+    tokens = parse_node_list(text, naming=reader.naming, named=reader.named)
+    if not sol.answer:
+        no = says_no_path(text)
+        return Check(no or tokens is not None or total is not None, no, "no path" if no else tokens,
+                     "Correct: there is no path." if no else "There is no path between these nodes.")
+    best = float(sol.witness["weight"])
+    if tokens is not None and len(tokens) == 1 and s != t:  # one number is a total, not a path
+        if total is None:
+            total = parse_number(text)
+        tokens = None
+    if tokens is None:
+        if total is None:
+            return Check(False, False, None, "No node sequence or total weight found.")
+        ok = claims.same_value(total, best)
+        return Check(True, ok, _num(total), f"A total of {_num(best)}, stated without a path." if ok else
+                     f"The stated total {_num(total)} is not the least total, {_num(best)}.")
+    try:
+        nodes = reader.nodes(tokens)
+    except InvalidInput as exc:
+        return Check(True, False, tokens, exc.message)
+    unknown = claims.bad_nodes(G, nodes)
+    if unknown:
+        return Check(True, False, nodes, f"Nodes {unknown} are not in the graph.")
+    assert task.verify is not None
+    ok, reason = task.verify(G, p, nodes, sol)
+    if ok and total is not None and not claims.same_value(total, best):
+        return Check(True, False, nodes, f"The path is a shortest path, but its total is {_num(best)}, not the "
+                                         f"stated {_num(total)}.")
+    return Check(True, ok, nodes, reason)
+
+
+def _judge_matching(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    part, found = claims.find(text, claims.pairs, reader)
+    if not found:
+        return _judge_number(text, sol)
+    try:
+        edges = [(reader.node(a), reader.node(b)) for _, _, a, b in found]
+    except InvalidInput as exc:
+        return Check(True, False, None, exc.message)
+    why = claims.matching_problem(G, edges)
+    if why is not None:
+        return Check(True, False, len(edges), f"The assignment given is not a matching: {why}")
+    size = len({frozenset(e) for e in edges})
+    said = parse_number(claims.blank(text, part, [(a, b) for a, b, _, _ in found]))
+    if said is not None and not claims.same_value(said, size):
+        return Check(True, False, _num(said), f"The answer says {_num(said)} but its assignment has {size} pairs.")
+    ok = size == sol.answer
+    return Check(True, ok, size, "Correct, with a valid maximum matching." if ok else
+                 f"The assignment is a matching of {size}; a maximum matching has {sol.answer}.")
+
+
+def _judge_colouring(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    part, found = claims.find(text, claims.colour_map, reader)
+    if not found:
+        return _judge_number(text, sol)
+    try:
+        col = {reader.node(tok): c for _, _, tok, c in found}
+    except InvalidInput as exc:
+        return Check(True, False, None, exc.message)
+    why = claims.colouring_problem(G, col)
+    if why is not None:
+        return Check(True, False, None, f"The colouring given is not proper: {why}")
+    k = len(set(col.values()))
+    said = parse_number(claims.blank(text, part, [(a, b) for a, b, _, _ in found]))
+    if said is not None and not claims.same_value(said, k):
+        return Check(True, False, _num(said), f"The answer says {_num(said)} colours but its colouring uses {k}.")
+    ok = k == sol.answer
+    return Check(True, ok, k, "Correct, with a proper colouring." if ok else
+                 f"The colouring uses {k} colours; the least is {sol.answer}.")
+
+
+def _cut_value(G: nx.Graph, side: set) -> float:
+    return sum(_w(G, u, v) for u, v in G.edges() if (u in side) != (v in side))
+
+
+def _judge_cut(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    part, sets = claims.find(text, claims.node_sets, reader)
+    if not sets:
+        return _judge_number(text, sol)
+    try:
+        groups = [reader.nodes(toks) for _, _, toks in sets[-2:]]
+    except InvalidInput as exc:
+        return Check(True, False, None, exc.message)
+    if len(groups) == 2 and set(groups[0]) & set(groups[1]):
+        groups = groups[-1:]
+    for g in groups:
+        unknown = claims.bad_nodes(G, g)
+        if unknown:
+            return Check(True, False, None, f"Nodes {unknown} are not in the graph.")
+    side = set(groups[0])
+    if len(groups) == 2 and side | set(groups[1]) != set(G):
+        return Check(True, False, None, "The two sides given do not cover every node.")
+    value = _cut_value(G, side)
+    said = parse_number(claims.blank(text, part, [(a, b) for a, b, _ in sets]))
+    if said is not None and not claims.same_value(said, value):
+        return Check(True, False, _num(said), f"The answer says {_num(said)} but the cut it gives has value "
+                                              f"{_num(value)}.")
+    ok = claims.same_value(value, float(sol.answer))
+    return Check(True, ok, _num(value), "Correct, with a maximum cut." if ok else
+                 f"The cut given has value {_num(value)}; a maximum cut has {sol.answer}.")
+
+
+def _set_problem(key: str, G: nx.Graph, nodes: set) -> str | None:
+    if key == "max_clique":
+        bad = next(((a, b) for a, b in itertools.combinations(nodes, 2) if not G.has_edge(a, b)), None)
+        return None if bad is None else f"{bad[0]} and {bad[1]} are not adjacent, so it is not a clique."
+    if key == "max_independent_set":
+        bad = next(((a, b) for a, b in itertools.combinations(nodes, 2) if G.has_edge(a, b)), None)
+        return None if bad is None else f"{bad[0]} and {bad[1]} are adjacent, so it is not independent."
+    bad = next(((a, b) for a, b in G.edges() if a not in nodes and b not in nodes), None)
+    return None if bad is None else f"The edge ({bad[0]}, {bad[1]}) is not covered."
+
+
+def _judge_node_set(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    part, sets = claims.find(text, claims.node_sets, reader)
+    if not sets:
+        return _judge_number(text, sol)
+    try:
+        nodes = reader.nodes(sets[-1][2])
+    except InvalidInput as exc:
+        return Check(True, False, None, exc.message)
+    unknown = claims.bad_nodes(G, nodes)
+    if unknown:
+        return Check(True, False, None, f"Nodes {unknown} are not in the graph.")
+    why = _set_problem(task.key, G, set(nodes))
+    if why is not None:
+        return Check(True, False, len(set(nodes)), f"The set given fails: {why}")
+    size = len(set(nodes))
+    said = parse_number(claims.blank(text, part, [(a, b) for a, b, _ in sets]))
+    if said is not None and not claims.same_value(said, size):
+        return Check(True, False, _num(said), f"The answer says {_num(said)} but its set has {size} nodes.")
+    ok = size == sol.answer
+    return Check(True, ok, size, "Correct, with a valid set." if ok else
+                 f"The set given has {size} nodes; the optimum is {sol.answer}.")
+
+
+def _judge_gnn(task: Task, G: nx.Graph, p: Params, text: str, sol: Solution, reader: claims.Reader) -> Check:
+    _, found = claims.find(text, claims.vectors, reader)
+    if not found:
+        return Check(False, False, None, "No 'node: [x, y]' vectors found.")
+    try:
+        got = {reader.node(tok): vec for tok, vec in found.items()}
+    except InvalidInput as exc:
+        return Check(True, False, None, exc.message)
+    parsed = {str(u): [_num(x) for x in v] for u, v in got.items()}
+    unknown = claims.bad_nodes(G, list(got))
+    if unknown:
+        return Check(True, False, parsed, f"Nodes {unknown} are not in the graph.")
+    missing = [u for u in sorted_nodes(G) if u not in got]
+    if missing:
+        return Check(True, False, parsed, f"No vector is given for nodes {missing[:10]}.")
+    for u in sorted_nodes(G):
+        want = sol.answer[str(u)]
+        if len(got[u]) != len(want) or not all(claims.same_value(a, b) for a, b in zip(got[u], want, strict=True)):
+            return Check(True, False, parsed, f"Node {u} should be {want}, not {[_num(x) for x in got[u]]}.")
+    return Check(True, True, parsed, "Every node's vector is right.")
+
+
+_JUDGES: dict[str, Callable[[Task, nx.Graph, Params, str, Solution, claims.Reader], Check]] = {
+    "hamiltonian_path": _judge_hamiltonian,
+    "hamiltonian_cycle": _judge_hamiltonian,
+    "shortest_path": _judge_path,
+    "weighted_shortest_path": _judge_path,
+    "bipartite_matching": _judge_matching,
+    "chromatic_number": _judge_colouring,
+    "max_cut": _judge_cut,
+    "max_clique": _judge_node_set,
+    "max_independent_set": _judge_node_set,
+    "min_vertex_cover": _judge_node_set,
+    "gnn": _judge_gnn,
+}
 
 
 def random_baseline(task: Task, G: nx.Graph, p: Params, sol: Solution | None = None) -> float:
@@ -860,21 +1208,29 @@ def random_baseline(task: Task, G: nx.Graph, p: Params, sol: Solution | None = N
     orders of the reachable nodes (source first) that are BFS orders. Paths: the chance that a uniform
     random walk from the source follows a shortest path. Topological sort: linear extensions / n!.
     """
-    sol = sol or solve(task, G, p)
-    if task.kind == "bool":
-        return 0.5
-    if task.kind in ("int", "number"):
-        assert task.answer_range is not None
-        lo, hi = task.answer_range(G, p)
-        return 1.0 / (math.floor(hi) - math.ceil(lo) + 1) if hi >= lo else 0.0
-    assert task.list_baseline is not None
-    return task.list_baseline(G, p, sol)
+    return random_baseline_info(task, G, p, sol)[0]
+
+
+def random_baseline_info(task: Task, G: nx.Graph, p: Params, sol: Solution | None = None,
+                         progress: Progress | None = None) -> tuple[float, str]:
+    """`random_baseline` and how it was obtained: "exact", or how it was estimated (for BFS orders past 7
+    nodes and topological orders past TOPO_EXACT_MAX_NODES nodes)."""
+    with _running(progress):
+        sol = sol or solve(task, G, p)
+        if task.kind == "bool":
+            return 0.5, EXACT
+        if task.kind in ("int", "number"):
+            assert task.answer_range is not None
+            lo, hi = task.answer_range(G, p)
+            return (1.0 / (math.floor(hi) - math.ceil(lo) + 1) if hi >= lo else 0.0), EXACT
+        assert task.list_baseline is not None
+        return task.list_baseline(G, p, sol)
 
 
 def sample_params(task: Task, G: nx.Graph, rng: random.Random) -> Params:
     """Node parameters for a generated question: a source with somewhere to go, distinct endpoints, and for
     connectivity/reachability/edge existence a yes or a no with equal odds where both exist."""
-    nodes = sorted(G)
+    nodes = sorted_nodes(G)
     p: Params = {}
     if "node" in task.params:
         p["node"] = rng.choice(nodes)
@@ -898,7 +1254,14 @@ def sample_params(task: Task, G: nx.Graph, rng: random.Random) -> Params:
     return p
 
 
-def render_question(task: Task, p: Params, node_ref: Callable[[int], str]) -> tuple[str, str]:
-    """(intro, question) with node parameters written the way the format names nodes."""
+def render_question(task: Task, p: Params, node_ref: Callable[[Node], str], G: nx.Graph | None = None
+                    ) -> tuple[str, str]:
+    """(intro, question) with node parameters written the way the format names nodes. Given the graph, a
+    weighted shortest_path question says that weights count, and a gnn question lists the embeddings."""
     refs = {k: node_ref(v) for k, v in p.items()}
-    return task.intro.format(**refs), task.question.format(**refs)
+    intro, question = task.intro.format(**refs), task.question.format(**refs)
+    if G is not None and task.key == "shortest_path" and is_weighted(G):
+        intro += " Each edge's weight is its length; the shortest path has the least total weight."
+    if G is not None and task.key == "gnn" and feature_dim(G):
+        question = f"{features_text(G, node_ref)} {question}"
+    return intro, question

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from tools.atomic import atomic_output
 from tools.errors import unknown_name
 from tools.longctx.chunking import chunk_text
 from tools.longctx.inputs import load_text
@@ -32,7 +33,8 @@ def longctx_chunk(
     paragraph, line or sentence bounds where one is near the budget; consecutive chunks share up to
     `overlap_tokens` tokens so that a passage shorter than the overlap is never cut. Returns each
     chunk's character span, token count and a preview (full texts in a JSONL file when write_file is
-    set). Token counts use OpenAI's BPE vocabularies, offline. Bounds:
+    set; that file is new, in the server's output folder, so the tool changes no file of yours). Token
+    counts use OpenAI's BPE vocabularies, offline. Bounds:
     RESEARCH_MCP_LONGCTX__MAX_TEXT_CHARS characters, RESEARCH_MCP_LONGCTX__MAX_CHUNKS chunks.
     """
     body = load_text(text, path)
@@ -45,7 +47,7 @@ def longctx_chunk(
     file = None
     if write_file:
         out = output_path("longctx-chunks", ".jsonl")
-        with out.open("w", encoding="utf-8") as f:
+        with atomic_output(out) as tmp, tmp.open("w", encoding="utf-8") as f:
             for c in chunks:
                 f.write(json.dumps({"index": c.index, "start_char": c.start, "end_char": c.end, "tokens": c.tokens,
                                     "text": c.text}, ensure_ascii=False) + "\n")

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.atomic import atomic_output
+
 CHECKPOINT_FORMAT = "research-mcp-nid-bytelm"
 BOS = 256  # also the padding input id; targets are bytes 0..255
 
@@ -52,10 +54,14 @@ def build_model(cfg: ByteLMConfig):
             return x + self.out(F.gelu(self.fc(self.ln2(x))))
 
         def forward_shared(self, xp, xc):
-            """One shared prefix xp (1, P, d) and B continuations xc (B, L, d) of it: the same result as running
-            each prefix + continuation through `forward`, with the prefix computed once."""
+            """G prefixes xp (G, P, d) and B continuations xc (B, L, d), B/G of each prefix in order: the same
+            result as running each prefix + continuation through `forward`, with each prefix computed once."""
             d, h = xp.shape[-1], cfg.n_head
             p_len, (b, c_len) = xp.shape[1], xc.shape[:2]
+            per = b // xp.shape[0]
+
+            def spread(z):
+                return z.expand(b, *z.shape[1:]) if z.shape[0] == 1 else z.repeat_interleave(per, dim=0)
 
             def heads(z):
                 return z.view(z.shape[0], z.shape[1], h, d // h).transpose(1, 2)
@@ -63,12 +69,12 @@ def build_model(cfg: ByteLMConfig):
             qp, kp, vp = (heads(z) for z in self.qkv(self.ln1(xp)).split(d, dim=2))
             qc, kc, vc = (heads(z) for z in self.qkv(self.ln1(xc)).split(d, dim=2))
             yp = F.scaled_dot_product_attention(qp, kp, vp, is_causal=True)
-            keys = torch.cat([kp.expand(b, -1, -1, -1), kc], dim=2)
-            values = torch.cat([vp.expand(b, -1, -1, -1), vc], dim=2)
+            keys = torch.cat([spread(kp), kc], dim=2)
+            values = torch.cat([spread(vp), vc], dim=2)
             mask = torch.ones(c_len, p_len + c_len, dtype=torch.bool)
             mask[:, p_len:] = torch.tril(mask[:, p_len:])
             yc = F.scaled_dot_product_attention(qc, keys, values, attn_mask=mask)
-            xp = xp + self.proj(yp.transpose(1, 2).reshape(1, p_len, d))
+            xp = xp + self.proj(yp.transpose(1, 2).reshape(xp.shape[0], p_len, d))
             xc = xc + self.proj(yc.transpose(1, 2).reshape(b, c_len, d))
             return (xp + self.out(F.gelu(self.fc(self.ln2(xp)))), xc + self.out(F.gelu(self.fc(self.ln2(xc)))))
 
@@ -92,14 +98,16 @@ def build_model(cfg: ByteLMConfig):
             return self.ln_f(x)
 
         def hidden_shared(self, prefix, cont):
-            """Hidden states predicting the bytes after a shared prefix (1, P) for B continuations (B, L) of it:
-            (B, L + 1, d), row j holding the states at positions P - 1 .. P + L - 1."""
-            p_len, (b, c_len) = prefix.shape[1], cont.shape
+            """Hidden states predicting the bytes after G prefixes (G, P) for B continuations (B, L), B/G of each
+            prefix in order: (B, L + 1, d), row j holding the states at positions P - 1 .. P + L - 1."""
+            (g, p_len), (b, c_len) = prefix.shape, cont.shape
             xp = self.tok(prefix) + self.pos(torch.arange(p_len).unsqueeze(0))
             xc = self.tok(cont) + self.pos(torch.arange(p_len, p_len + c_len).unsqueeze(0).expand(b, c_len))
             for blk in self.blocks:
                 xp, xc = blk.forward_shared(xp, xc)
-            return self.ln_f(torch.cat([xp[:, -1:].expand(b, 1, -1), xc], dim=1))
+            last = xp[:, -1:]
+            last = last.expand(b, 1, -1) if g == 1 else last.repeat_interleave(b // g, dim=0)
+            return self.ln_f(torch.cat([last, xc], dim=1))
 
         def forward(self, idx):
             return self.head(self.hidden(idx))
@@ -132,9 +140,9 @@ def save_checkpoint(model, path: Path, training: dict[str, Any]) -> Path:
 
     model = getattr(model, "_module", model)
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"format": CHECKPOINT_FORMAT, "version": 1, "config": asdict(model.config),
-                "state_dict": state, "training": training}, path)
+    with atomic_output(path) as tmp:
+        torch.save({"format": CHECKPOINT_FORMAT, "version": 1, "config": asdict(model.config),
+                    "state_dict": state, "training": training}, tmp)
     return path
 
 

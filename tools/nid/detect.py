@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tools.nid.formats import NID_TYPES, get_type
+from tools.nid.formats import NID_TYPES, ambiguous_types, get_type
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class Detection:
     end: int
     casing: str
     plausible: bool
+    ambiguous_with: tuple[str, ...] = ()  # other types whose format the value matches exactly (md5 / uuid_hex)
 
 
 def find_nids(text: str, types: list[str] | None = None, *, plausible_only: bool = False) -> list[Detection]:
@@ -41,7 +42,7 @@ def find_nids(text: str, types: list[str] | None = None, *, plausible_only: bool
             if plausible_only and not ok:
                 continue
             taken.append((s, e))
-            found.append(Detection(name, value, s, e, t.casing(value), ok))
+            found.append(Detection(name, value, s, e, t.casing(value), ok, tuple(ambiguous_types(value, name))))
     found.sort(key=lambda d: d.start)
     return found
 

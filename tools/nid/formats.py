@@ -4,8 +4,15 @@ A generated identifier (GID) keeps the alphabet, length and casing of the natura
 hex digests stay lower or upper case, Ethereum addresses carry a valid EIP-55 checksum when the NID
 does, a serialVersionUID is a uniform signed 64-bit integer followed by `L`, a t.co code is 10 base62
 characters, a UUID keeps its version and variant nibbles, an SRI hash is base64 of as many random
-bytes as its digest. Generation is seeded per NID, so the GIDs of an identifier do not depend on
-which other identifiers are generated with it.
+bytes as its digest, a short-link code (bit.ly, goo.gl, TinyURL, ow.ly, is.gd, buff.ly) keeps its
+service's alphabet and its length, a cloud access key id keeps its prefix (AKIA, ASIA) and base32
+alphabet. Generation is seeded per NID, so the GIDs of an identifier do not depend on which other
+identifiers are generated with it.
+
+Some formats coincide: 32 hex digits are an MD5 digest or an undashed UUID (when the version and
+variant nibbles are those of a UUID: 1 in 8 random digests). Such a value is ambiguous
+(`ambiguous_types`), and its GIDs keep those two nibbles whichever type is named, so they are
+same-distribution stand-ins under either reading.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ if TYPE_CHECKING:
 HEX_LOWER = "0123456789abcdef"
 HEX_UPPER = "0123456789ABCDEF"
 BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+LOWER36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
 _NB = r"(?<![0-9A-Za-z])"  # no alphanumeric character right before
 _NA = r"(?![0-9A-Za-z])"  # no alphanumeric character right after
@@ -73,9 +82,23 @@ class NIDType:
         return self._casing(value)
 
 
+def is_uuid_hex(value: str) -> bool:
+    """32 hex digits whose version (index 12) and variant (index 16) nibbles are those of an RFC 9562 UUID."""
+    return (len(value) == 32 and bool(re.fullmatch(r"[0-9a-fA-F]{32}", value)) and value[12] in "12345678"
+            and value[16].lower() in "89ab")
+
+
+def _gen_hex(nid: str, rng: np.random.Generator) -> str:
+    alphabet = HEX_UPPER if _hex_casing(nid) == "upper" else HEX_LOWER
+    out = _draw(rng, alphabet, len(nid))
+    if is_uuid_hex(nid):
+        out = out[:12] + nid[12] + out[13:16] + alphabet[8 + int(rng.integers(0, 4))] + out[17:]
+    return out
+
+
 def _hex_type(name: str, length: int, description: str) -> NIDType:
     def gen(nid: str, rng: np.random.Generator) -> str:
-        return _draw(rng, HEX_UPPER if _hex_casing(nid) == "upper" else HEX_LOWER, len(nid))
+        return _gen_hex(nid, rng)
 
     pattern = re.compile(_NB + rf"(?P<id>[0-9a-f]{{{length}}}|[0-9A-F]{{{length}}})" + _NA)
     return NIDType(name, description, pattern, gen, _hex_plausible, _hex_casing)
@@ -121,6 +144,42 @@ def _svuid_plausible(value: str) -> bool:
 
 def _gen_tco(nid: str, rng: np.random.Generator) -> str:
     return _draw(rng, BASE62, len(nid))
+
+
+def _code_plausible(value: str) -> bool:
+    """A random base62 code mixes at least two of lower case, upper case and digits (a vanity name does not)."""
+    classes = (any(c.islower() for c in value), any(c.isupper() for c in value), any(c.isdigit() for c in value))
+    return sum(classes) >= 2
+
+
+def _lower36_plausible(value: str) -> bool:
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def _short_link_type(name: str, hosts: str, alphabet: str, lengths: tuple[int, int], description: str,
+                     path: str = "") -> NIDType:
+    """A short-link service: `hosts` a regex of its host names, the code after '/' (and `path`) the identifier."""
+    chars = "0-9a-z" if alphabet == LOWER36 else "0-9A-Za-z"
+    pattern = re.compile(r"(?<![0-9A-Za-z.-])(?:https?://)?(?:www\.)?(?:" + hosts + r")/" + path
+                         + rf"(?P<id>[{chars}]{{{lengths[0]},{lengths[1]}}})(?![0-9A-Za-z_/-])")
+
+    def gen(nid: str, rng: np.random.Generator) -> str:
+        return _draw(rng, alphabet, len(nid))
+
+    plausible = _lower36_plausible if alphabet == LOWER36 else _code_plausible
+    return NIDType(name, description, pattern, gen, plausible, _base_casing)
+
+
+def _aws_key_plausible(value: str) -> bool:
+    """AWS documents AKIAIOSFODNN7EXAMPLE; keys ending in EXAMPLE are placeholders, not draws."""
+    return not value.endswith("EXAMPLE")
+
+
+def _gen_aws_key(nid: str, rng: np.random.Generator) -> str:
+    # the first character after the prefix keeps its half of the alphabet: newer key ids set its top bit
+    half = BASE32.index(nid[4]) // 16
+    first = BASE32[16 * half + int(rng.integers(0, 16))]
+    return nid[:4] + first + _draw(rng, BASE32, 15)
 
 
 def _gen_uuid(nid: str, rng: np.random.Generator) -> str:
@@ -214,6 +273,33 @@ NID_TYPES: dict[str, NIDType] = {
             _always,
             _base_casing,
         ),
+        _short_link_type("bitly", r"bit\.ly|bitly\.com|j\.mp", BASE62, (4, 10),
+                         "a bit.ly short-link code (also j.mp, bitly.com): 4-10 base62 characters"),
+        _short_link_type("goo_gl", r"goo\.gl", BASE62, (4, 22),
+                         "a goo.gl short-link code, also goo.gl/maps/...: base62 characters", path=r"(?:maps/)?"),
+        _short_link_type("tinyurl", r"tinyurl\.com", LOWER36, (5, 10),
+                         "a TinyURL code: 5-10 lower-case letters and digits"),
+        _short_link_type("owly", r"ow\.ly", BASE62, (4, 14), "an ow.ly short-link code: base62 characters"),
+        _short_link_type("isgd", r"is\.gd", BASE62, (4, 10), "an is.gd short-link code: base62 characters"),
+        _short_link_type("buffly", r"buff\.ly", BASE62, (4, 10), "a buff.ly short-link code: base62 characters"),
+        NIDType(
+            "aws_access_key",
+            "an AWS access key id: AKIA (long-term) or ASIA (temporary) + 16 base32 characters (A-Z, 2-7)",
+            re.compile(_NB + r"(?P<id>(?:AKIA|ASIA)[A-Z2-7]{16})" + _NA),
+            _gen_aws_key,
+            _aws_key_plausible,
+            _base_casing,
+        ),
+        NIDType(
+            "uuid_hex",
+            "an undashed UUID: 32 hex digits with UUID version (1-8) and variant (8, 9, a, b) nibbles; "
+            "the same characters as an MD5 digest, so such a value is ambiguous",
+            re.compile(_NB + r"(?P<id>[0-9a-f]{12}[1-8][0-9a-f]{3}[89ab][0-9a-f]{15}"
+                       r"|[0-9A-F]{12}[1-8][0-9A-F]{3}[89AB][0-9A-F]{15})" + _NA),
+            _gen_hex,
+            _hex_plausible,
+            _hex_casing,
+        ),
     ]
 }
 
@@ -229,14 +315,34 @@ ID_PATTERNS: dict[str, re.Pattern[str]] = {
     "uuid": re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9A-F]{8}(?:-[0-9A-F]{4}){3}-[0-9A-F]{12}"),
     "tco": re.compile(r"[0-9A-Za-z]{10}"),
     "sri": re.compile(r"[A-Za-z0-9+/]{43}=|[A-Za-z0-9+/]{64}|[A-Za-z0-9+/]{86}=="),
+    "bitly": re.compile(r"[0-9A-Za-z]{4,10}"),
+    "goo_gl": re.compile(r"[0-9A-Za-z]{4,22}"),
+    "tinyurl": re.compile(r"[0-9a-z]{5,10}"),
+    "owly": re.compile(r"[0-9A-Za-z]{4,14}"),
+    "isgd": re.compile(r"[0-9A-Za-z]{4,10}"),
+    "buffly": re.compile(r"[0-9A-Za-z]{4,10}"),
+    "aws_access_key": re.compile(r"(?:AKIA|ASIA)[A-Z2-7]{16}"),
+    "uuid_hex": re.compile(r"[0-9a-f]{12}[1-8][0-9a-f]{3}[89ab][0-9a-f]{15}"
+                           r"|[0-9A-F]{12}[1-8][0-9A-F]{3}[89AB][0-9A-F]{15}"),
 }
 
-
 def classify(value: str) -> list[str]:
-    """The types whose identifier format `value` matches in full, most specific first."""
-    order = ["eth_address", "uuid", "serial_version_uid", "sha512", "sha256", "sha1", "git_commit", "md5", "tco",
-             "sri"]
+    """The types whose identifier format `value` matches in full, most specific first.
+
+    Short-link codes are left out (a bare code does not say its service): name the type for those.
+    """
+    order = ["eth_address", "aws_access_key", "uuid", "serial_version_uid", "sha512", "sha256", "sha1",
+             "git_commit", "md5", "uuid_hex", "tco", "sri"]
     return [t for t in order if ID_PATTERNS[t].fullmatch(value)]
+
+
+def ambiguous_types(value: str, type_name: str) -> list[str]:
+    """The other types whose format `value` (found as `type_name`) matches exactly: md5 <-> uuid_hex."""
+    if type_name == "md5" and is_uuid_hex(value):
+        return ["uuid_hex"]
+    if type_name == "uuid_hex":
+        return ["md5"]
+    return []
 
 
 def get_type(name: str) -> NIDType:

@@ -51,7 +51,8 @@ def score_features(scorer: Scorer, sets: list[CandidateSet], *, prefix_chars: in
     for lo in range(0, len(sets), step):
         chunk = sets[lo : lo + step]
         ctxs = [ctx for s in chunk for ctx in s.contexts(prefix_chars, suffix_chars)]
-        stats = scorer.token_stats(ctxs, batch_size=batch_size)
+        extra = {"progress": progress} if getattr(scorer, "checks_progress", False) else {}
+        stats = scorer.token_stats(ctxs, batch_size=batch_size, **extra)
         pre_stats = None
         if recall:
             pre = []
@@ -60,7 +61,7 @@ def score_features(scorer: Scorer, sets: list[CandidateSet], *, prefix_chars: in
                                  suffix_chars=suffix_chars).text + "\n"
                 pre += [Context(p + x.text, x.start + len(p), x.end + len(p))
                         for x in s.contexts(prefix_chars, suffix_chars)]
-            pre_stats = scorer.token_stats(pre, batch_size=batch_size)
+            pre_stats = scorer.token_stats(pre, batch_size=batch_size, **extra)
         for j, ctx in enumerate(ctxs):
             sc = membership_scores(stats[j], ctx.identifier, k=k, with_prefix=pre_stats[j] if pre_stats else None)
             feats[lo + j // c, j % c] = [sc[name] for name in SCORE_NAMES]

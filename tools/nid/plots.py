@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tools.atomic import atomic_output
+
 
 def rank_histogram(ranks: np.ndarray, candidates: int, out: Path, *, title: str = "NID ranks among GIDs",
                    others: dict[str, np.ndarray] | None = None) -> Path:
@@ -26,8 +28,8 @@ def rank_histogram(ranks: np.ndarray, candidates: int, out: Path, *, title: str 
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    with atomic_output(out) as tmp:
+        fig.savefig(tmp)
     plt.close(fig)
     return out
 
@@ -53,7 +55,7 @@ def roc_plot(curves: dict[str, tuple[np.ndarray, np.ndarray]], out: Path, *, tit
     ax.set_title(title)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
+    with atomic_output(out) as tmp:
+        fig.savefig(tmp)
     plt.close(fig)
     return out

@@ -1,7 +1,8 @@
 """Scorers: one interface, token statistics of the identifier inside each context, computed in batches.
 
 - `ByteLMScorer`: the project's own byte-level LM checkpoint (exact full-distribution statistics).
-- `HFScorer`: a local Hugging Face causal LM directory (needs the `transformers` package).
+- `HFScorer`: a transformers causal LM (a local folder, the embedded Gemma 3 270M or LoRA adapters on it): exact
+  full-vocabulary statistics, prefix passes shared between an NID and its GIDs.
 - `CompletionsScorer`: an OpenAI-compatible /v1/completions endpoint that echoes prompt logprobs (vLLM,
   llama.cpp server); mu, sigma and the best other token come from the returned top-k, renormalised.
 """
@@ -77,17 +78,27 @@ class ByteLMScorer:
         for i, (keep, s, e) in enumerate(prepared):
             groups.setdefault((keep[:s], e - s), []).append(i)
         singles = [i for g in groups.values() if len(g) == 1 or step == 1 for i in g]
+        # groups of one size whose prefixes and identifiers have equal lengths run together, each prefix once
+        buckets: dict[tuple[int, int, int], list[tuple[bytes, list[int]]]] = {}
+        for (prefix, n_id), members in groups.items():
+            if len(members) == 1 or step == 1:
+                continue
+            for lo in range(0, len(members), step):
+                idx = members[lo : lo + step]
+                buckets.setdefault((len(prefix), n_id, len(idx)), []).append((prefix, idx))
         with torch.inference_mode():
-            for (prefix, n_id), members in groups.items():
-                if len(members) == 1 or step == 1:
-                    continue
-                for lo in range(0, len(members), step):
-                    idx = members[lo : lo + step]
-                    pre = torch.tensor([[BOS, *prefix]], dtype=torch.long)
-                    cont = torch.tensor([list(prepared[i][0][len(prefix) : len(prefix) + n_id - 1]) for i in idx],
+            for (_, n_id, size), items in buckets.items():
+                per_call = max(1, step // size)
+                for lo in range(0, len(items), per_call):
+                    part = items[lo : lo + per_call]
+                    idx = [i for _, ids in part for i in ids]
+                    pre = torch.tensor([[BOS, *prefix] for prefix, _ in part], dtype=torch.long)
+                    cont = torch.tensor([list(prepared[i][0][len(prefix) : len(prefix) + n_id - 1])
+                                         for prefix, ids in part for i in ids],
                                         dtype=torch.long).reshape(len(idx), n_id - 1)
                     h = self.model.hidden_shared(pre, cont).reshape(-1, self.model.config.d_model)
-                    tgt = torch.tensor([list(prepared[i][0][len(prefix) :]) for i in idx], dtype=torch.long)
+                    tgt = torch.tensor([list(prepared[i][0][len(prefix) :]) for prefix, ids in part for i in ids],
+                                       dtype=torch.long)
                     self._fill(out, idx, [n_id] * len(idx), h, tgt.reshape(-1))
             order = sorted(singles, key=lambda i: len(prepared[i][0]))
             for lo in range(0, len(order), step):
@@ -120,46 +131,176 @@ class ByteLMScorer:
 
 
 class HFScorer:
-    """Scores with a local Hugging Face causal LM (a folder with config.json and weights)."""
+    """Exact token log-probabilities from a transformers causal LM: a local folder or the embedded model.
 
-    def __init__(self, path: Path) -> None:
-        if importlib.util.find_spec("transformers") is None:
-            raise NotConfigured(
-                f"{path} is a Hugging Face model folder, but the 'transformers' package is not installed.",
-                hint="Install it (pip install transformers) or score with the project's own byte-level LM "
-                "(nid_train_model) or an OpenAI-compatible completions endpoint.",
-            )
+    Each context is tokenized whole (so the identifier's tokens are those the model sees in the text); the
+    tokens after the identifier's last token are dropped, since they cannot change its log-probabilities.
+    Contexts whose tokens before the identifier agree (an NID and its GIDs) share one prefix pass: its
+    key/value cache is repeated over the batch, and the continuations run together. The output head and
+    the full-vocabulary statistics are computed only where an identifier token is predicted, and the
+    shared first prediction once per group.
+    """
+
+    checks_progress = True  # token_stats takes `progress` and stops within one group when cancelled
+
+    def __init__(self, model, tokenizer, name: str) -> None:
+        if not getattr(tokenizer, "is_fast", False):
+            raise NotConfigured(f"The tokenizer of {name} has no fast version, which character offsets need.",
+                                hint="Install the 'tokenizers' package or save a fast tokenizer with the model.")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._decoder = inner.get_decoder()
+        self._head = inner.get_output_embeddings()
+        self._softcap = getattr(inner.config, "final_logit_softcapping", None)
+        import inspect
+
+        # transformers 5.24 renamed past_key_values to cache (the old name is deprecated)
+        params = inspect.signature(self._decoder.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+
+    @classmethod
+    def from_folder(cls, path: Path) -> HFScorer:
+        _need_transformers(path)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        if not getattr(self.tokenizer, "is_fast", False):
-            raise NotConfigured(f"The tokenizer in {path} has no fast version, which character offsets need.",
-                                hint="Install the 'tokenizers' package or save a fast tokenizer with the model.")
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.tokenizer.padding_side = "right"
-        self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
-        self.model.eval()
-        self.name = f"hf:{path.name}"
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
+        return cls(model, tokenizer, f"hf:{path.name}")
 
-    def token_stats(self, contexts: list[Context], batch_size: int = 16) -> list[TokenStats]:
+    @classmethod
+    def embedded(cls, progress=None) -> HFScorer:
+        """The embedded Gemma 3 270M base model of this process (shared; never modified)."""
+        from tools.embedded.runtime import load_causal_lm
+        from tools.embedded.weights import MODEL_NAME
+
+        model, tokenizer = load_causal_lm(progress)
+        return cls(model, tokenizer, f"embedded:{MODEL_NAME}")
+
+    @classmethod
+    def from_adapter(cls, path: Path, progress=None) -> HFScorer:
+        """A LoRA adapter folder from nid_finetune, on a fresh copy of the embedded base model."""
+        from tools.nid.finetune import load_adapter_model
+
+        model, tokenizer = load_adapter_model(path, progress)
+        return cls(model, tokenizer, f"lora:{path.name}")
+
+    def _spans(self, contexts: list[Context]) -> list[tuple[list[int], int, int]]:
+        """(token ids up to the identifier's last token, first identifier token, end) per context."""
+        enc = self.tokenizer([c.text for c in contexts], add_special_tokens=True, return_offsets_mapping=True)
+        out = []
+        for ctx, ids, offs in zip(contexts, enc["input_ids"], enc["offset_mapping"], strict=True):
+            keep = [t for t in range(1, len(ids)) if offs[t][0] < ctx.end and offs[t][1] > ctx.start]
+            if not keep:
+                out.append((list(ids), len(ids), len(ids)))
+                continue
+            out.append((list(ids[: keep[-1] + 1]), keep[0], keep[-1] + 1))
+        return out
+
+    def _logits(self, h):
         import torch
 
-        out: list[TokenStats] = []
-        for lo in range(0, len(contexts), max(1, batch_size)):
-            chunk = contexts[lo : lo + max(1, batch_size)]
-            enc = self.tokenizer([c.text for c in chunk], return_tensors="pt", padding=True,
-                                 return_offsets_mapping=True)
-            offsets = enc.pop("offset_mapping")
-            with torch.inference_mode():
-                logp = torch.log_softmax(self.model(**enc).logits.float(), dim=-1)
-            for row, ctx in enumerate(chunk):
-                ids = enc["input_ids"][row]
-                keep = [t for t in range(1, int(enc["attention_mask"][row].sum()))
-                        if offsets[row, t, 0] < ctx.end and offsets[row, t, 1] > ctx.start]
-                sel = torch.tensor(keep, dtype=torch.long)
-                out.append(_stats_from_logprobs(logp[row, sel - 1], ids[sel]))
+        logits = self._head(h).float()
+        if self._softcap:
+            logits = torch.tanh(logits / self._softcap) * self._softcap
+        return logits
+
+    def _row_stats(self, h, targets: list[list[int]], rows: list[list[int]]) -> list[TokenStats]:
+        """Statistics of each target list from hidden states h (N, d); rows[i][j] = the row predicting targets[i][j]."""
+        import torch
+
+        n = h.shape[0]
+        mu = torch.empty(n, dtype=torch.float64)
+        sigma = torch.empty(n, dtype=torch.float64)
+        top2 = torch.empty(n, 2, dtype=torch.float32)
+        top2_idx = torch.empty(n, 2, dtype=torch.long)
+        flat_rows = torch.tensor([r for rr in rows for r in rr], dtype=torch.long)
+        flat_tgt = torch.tensor([t for tt in targets for t in tt], dtype=torch.long)
+        true_lp = torch.empty(flat_rows.numel(), dtype=torch.float64)
+        block = 128  # rows of the full-vocabulary log-softmax held at once (128 x 262k floats = 128 MiB)
+        for lo in range(0, n, block):
+            logp = torch.log_softmax(self._logits(h[lo : lo + block]), dim=-1)
+            p = logp.exp()
+            m = (p * logp).sum(-1)
+            mu[lo : lo + block] = m.double()
+            sigma[lo : lo + block] = ((p * logp.square()).sum(-1) - m.square()).clamp_min(0.0).sqrt().double()
+            v, i = logp.topk(2, dim=-1)
+            top2[lo : lo + block], top2_idx[lo : lo + block] = v, i
+            sel = (flat_rows >= lo) & (flat_rows < lo + block)
+            if bool(sel.any()):
+                true_lp[sel] = logp[flat_rows[sel] - lo, flat_tgt[sel]].double()
+        best_is_true = top2_idx[flat_rows, 0] == flat_tgt
+        max_other = torch.where(best_is_true, top2[flat_rows, 1], top2[flat_rows, 0]).double()
+        out, pos = [], 0
+        arrays = [true_lp.numpy(), mu[flat_rows].numpy(), sigma[flat_rows].numpy(), max_other.numpy()]
+        for tt in targets:
+            out.append(TokenStats(*(a[pos : pos + len(tt)].copy() for a in arrays)))
+            pos += len(tt)
         return out
+
+    def token_stats(self, contexts: list[Context], batch_size: int = 16, progress=None) -> list[TokenStats]:
+        import torch
+
+        spans = self._spans(contexts)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, (ids, a, _) in enumerate(spans):
+            groups.setdefault(tuple(ids[:a]), []).append(i)
+        out: list[TokenStats | None] = [None] * len(contexts)
+        step = max(1, batch_size)
+        with torch.inference_mode():
+            for prefix, members in groups.items():
+                for lo in range(0, len(members), step):
+                    if progress is not None:
+                        progress.check()
+                    idx = members[lo : lo + step]
+                    self._group(prefix, [spans[i] for i in idx], idx, out)
+        return [o if o is not None else _empty_stats() for o in out]
+
+    def _group(self, prefix: tuple[int, ...], spans, idx: list[int], out: list) -> None:
+        import torch
+
+        conts = [ids[a:e] for ids, a, e in spans]  # the identifier tokens of each member
+        if not prefix or all(not c for c in conts):
+            for i in idx:
+                out[i] = _empty_stats()
+            return
+        pre = self._decoder(input_ids=torch.tensor([list(prefix)]), use_cache=True)
+        h_rows = [pre.last_hidden_state[0, -1:]]  # predicts every member's first identifier token
+        longest = max(len(c) for c in conts) - 1
+        rows: list[list[int]] = [[0] for _ in conts]
+        if longest > 0:
+            cache = getattr(pre, "cache", None) or pre.past_key_values
+            cache.batch_repeat_interleave(len(conts))
+            # right padding: a padded position comes after every real one, so causal attention never sees it
+            x = torch.zeros((len(conts), longest), dtype=torch.long)
+            for r, c in enumerate(conts):
+                x[r, : len(c) - 1] = torch.tensor(c[:-1], dtype=torch.long)
+            h = self._decoder(input_ids=x, use_cache=True, **{self._cache_kw: cache}).last_hidden_state
+            sel_r = [r for r, c in enumerate(conts) for _ in range(len(c) - 1)]
+            sel_t = [t for c in conts for t in range(len(c) - 1)]
+            h_rows.append(h[sel_r, sel_t])
+            pos = 1
+            for r, c in enumerate(conts):
+                rows[r] += list(range(pos, pos + len(c) - 1))
+                pos += len(c) - 1
+        stats = self._row_stats(torch.cat(h_rows), [list(c) for c in conts], rows)
+        for i, st in zip(idx, stats, strict=True):
+            out[i] = st
+
+
+def _empty_stats() -> TokenStats:
+    z = np.zeros(0)
+    return TokenStats(z, z, z, z)
+
+
+def _need_transformers(path: Path) -> None:
+    if importlib.util.find_spec("transformers") is None:
+        raise NotConfigured(
+            f"{path} is a Hugging Face model folder, but the 'transformers' package is not installed.",
+            hint="Install it (pip install transformers) or score with the project's own byte-level LM "
+            "(nid_train_model) or an OpenAI-compatible completions endpoint.",
+        )
 
 
 class CompletionsScorer:
@@ -238,9 +379,12 @@ def _is_causal_lm_config(config: dict) -> bool:
 
 
 def open_model(path: Path) -> Scorer:
-    """The scorer for a model path: the project's byte-LM checkpoint file or a Hugging Face causal-LM folder."""
+    """The scorer for a model path: a byte-LM checkpoint, a LoRA adapter folder (nid_finetune) or a Hugging Face
+    causal-LM folder."""
     from tools.nid.bytelm import is_checkpoint
 
+    if path.is_dir() and (path / "adapter_config.json").is_file():
+        return HFScorer.from_adapter(path)
     if path.is_dir():
         cfg_file = path / "config.json"
         if not cfg_file.is_file():
@@ -254,7 +398,7 @@ def open_model(path: Path) -> Scorer:
             archs = config.get("architectures") or ["none listed"]
             raise InvalidInput(f"{path} is not a causal language model (architectures: {', '.join(archs)}).",
                                hint="Membership scores need next-token log-probabilities: use a *ForCausalLM model.")
-        return HFScorer(path)
+        return HFScorer.from_folder(path)
     if path.is_file() and is_checkpoint(path):
         return ByteLMScorer(path)
     raise InvalidInput(f"{path} is not a causal language model: neither a byte-LM checkpoint from nid_train_model "

@@ -1,0 +1,5 @@
+import sys
+
+from evals.scale.run import main
+
+sys.exit(main())

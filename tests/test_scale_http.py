@@ -1,0 +1,101 @@
+"""`research-mcp serve --http --workers 2`: several stateless server processes behind one port answer 500
+concurrent cheap calls (light tools, not held back by the heavy-call queue), every one with its own answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import REPO, free_port, server_env
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+CALLS = 500
+
+
+@pytest.fixture(scope="module")
+def two_worker_server(tmp_path_factory):
+    port = free_port()
+    out = tmp_path_factory.mktemp("http-workers")
+    env = server_env(RESEARCH_MCP_OUTPUT_DIR=str(out), RESEARCH_MCP_LOG_LEVEL="WARNING", RESEARCH_MCP_DASK_WORKERS="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server", "serve", "--http", "--workers", "2", "--host", "127.0.0.1",
+         "--port", str(port)],
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("server did not start within 90 s") from None
+            time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _result(text: str) -> dict:
+    """The JSON-RPC response in a reply, plain JSON or one server-sent event."""
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    data = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])
+
+
+def _path_graph(n: int) -> dict:
+    return {"edges": [[i, i + 1] for i in range(n - 1)]}
+
+
+def expected_text(n: int) -> str:
+    """The edge-list serialization of the path 0-1-...-(n-1), written out independently."""
+    return "[" + ", ".join(f"({i}, {i + 1})" for i in range(n - 1)) + "]"
+
+
+async def _calls(url: str) -> list[tuple[str, str]]:
+    limits = httpx.Limits(max_connections=250, max_keepalive_connections=250)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(120), limits=limits) as client:
+
+        async def one(i: int) -> tuple[str, str]:
+            n = 2 + i % 97
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "graph_serialize",
+                               "arguments": {"graph": _path_graph(n), "format": "edge_list"}}}
+            r = await client.post(url, json=body, headers=HEADERS)
+            r.raise_for_status()
+            reply = _result(r.text)
+            assert reply["id"] == i
+            assert "structuredContent" in reply["result"], reply
+            return expected_text(n), reply["result"]["structuredContent"]["text"]
+
+        return await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(CALLS))), timeout=240)
+
+
+def test_two_server_processes_answer_500_concurrent_calls(two_worker_server) -> None:
+    answers = asyncio.run(_calls(two_worker_server))
+    assert len(answers) == CALLS
+    assert all(expected == got for expected, got in answers)
+
+
+def test_a_stateless_server_needs_no_session(two_worker_server) -> None:
+    # no initialize and no session id: any process may take any request
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
+    r = httpx.post(two_worker_server, json=body, headers=HEADERS, timeout=60)
+    assert r.status_code == 200 and "mcp-session-id" not in r.headers
+    names = {t["name"] for t in _result(r.text)["result"]["tools"]}
+    assert {"graph_solve", "dti_screen"} <= names

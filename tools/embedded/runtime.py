@@ -1,0 +1,201 @@
+"""The embedded model in this process: generation with stop strings and cancellation, exact token log-probs.
+
+`load_local_lm()` returns the one `LocalLM` of the process (loaded on first use, about 15 s from the
+converted cache). `LocalLM.generate` decodes token by token with a KV cache, so a stop string or a
+cancel ends it at once; `LocalLM.prompt_logprobs` scores many texts in padded batches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tools.embedded.weights import MODEL_NAME, converted_dir
+from tools.errors import Cancelled, LimitExceeded
+from tools.progress import Progress, report
+
+_LOCK = threading.Lock()
+_INSTANCE: LocalLM | None = None
+
+
+@dataclass
+class Generation:
+    """One generated continuation with its token accounting."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+@dataclass
+class PromptLogprobs:
+    """Per-token log-probabilities of a text under the model (the first token has none, as in OpenAI's API)."""
+
+    tokens: list[str]
+    token_ids: list[int]
+    text_offset: list[int]
+    token_logprobs: list[float | None]
+    top_logprobs: list[dict[str, float] | None] = field(default_factory=list)
+
+
+class LocalLM:
+    """Gemma 3 270M on CPU through transformers (float32, inference mode)."""
+
+    name = MODEL_NAME
+
+    def __init__(self, model, tokenizer) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.context_tokens = int(getattr(model.config, "max_position_embeddings", 32768))
+        self.eos_ids = self._eos_ids()
+
+    def _eos_ids(self) -> set[int]:
+        ids = {self.tokenizer.eos_token_id}
+        for text in ("<end_of_turn>", "<eos>"):
+            tid = self.tokenizer.convert_tokens_to_ids(text)
+            if isinstance(tid, int) and tid != self.tokenizer.unk_token_id:
+                ids.add(tid)
+        return {i for i in ids if i is not None}
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text` with the leading BOS the model expects."""
+        return list(self.tokenizer(text, add_special_tokens=True).input_ids)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def generate(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        stop: list[str] | None = None,
+        seed: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> Generation:
+        """Continue `prompt`; greedy at temperature 0. Stops at EOS, a stop string, `max_tokens` or a cancel."""
+        import torch
+
+        ids = self.encode(prompt)
+        if len(ids) + max_tokens > self.context_tokens:
+            raise LimitExceeded("The prompt plus max_tokens (tokens)", len(ids) + max_tokens, self.context_tokens,
+                                "a shorter prompt or a smaller max_tokens")
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        stops = [s for s in (stop or []) if s]
+        out_ids: list[int] = []
+        text = ""
+        finish = "length"
+        with torch.inference_mode():
+            past = None
+            step_input = torch.tensor([ids])
+            for _ in range(max_tokens):
+                if should_stop is not None and should_stop():
+                    raise Cancelled("The generation was cancelled by the caller.")
+                res = self.model(input_ids=step_input, past_key_values=past, use_cache=True, logits_to_keep=1)
+                past = res.past_key_values
+                logits = res.logits[0, -1].float()
+                if temperature and temperature > 0:
+                    probs = torch.softmax(logits / temperature, dim=-1)
+                    nxt = int(torch.multinomial(probs, 1, generator=gen))
+                else:
+                    nxt = int(torch.argmax(logits))
+                if nxt in self.eos_ids:
+                    finish = "stop"
+                    break
+                out_ids.append(nxt)
+                text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
+                hit = min((text.find(s) for s in stops if s in text), default=-1)
+                if hit >= 0:
+                    text = text[:hit]
+                    finish = "stop"
+                    break
+                step_input = torch.tensor([[nxt]])
+        return Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(out_ids), finish_reason=finish)
+
+    def prompt_logprobs(
+        self,
+        texts: list[str],
+        *,
+        top: int = 0,
+        batch_size: int = 8,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> list[PromptLogprobs]:
+        """Log-probability of every token of each text given the tokens before it, in padded batches."""
+        import torch
+
+        encoded = [self.tokenizer(t, add_special_tokens=True, return_offsets_mapping=True) for t in texts]
+        for enc in encoded:
+            if len(enc.input_ids) > self.context_tokens:
+                raise LimitExceeded("A text (tokens)", len(enc.input_ids), self.context_tokens, "shorter texts")
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].input_ids))
+        results: list[PromptLogprobs | None] = [None] * len(texts)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        with torch.inference_mode():
+            for lo in range(0, len(order), max(1, batch_size)):
+                if should_stop is not None and should_stop():
+                    raise Cancelled("The scoring was cancelled by the caller.")
+                rows = order[lo : lo + max(1, batch_size)]
+                width = max(len(encoded[i].input_ids) for i in rows)
+                ids = torch.full((len(rows), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for r, i in enumerate(rows):
+                    seq = encoded[i].input_ids
+                    ids[r, : len(seq)] = torch.tensor(seq)
+                    mask[r, : len(seq)] = 1
+                logp = torch.log_softmax(self.model(input_ids=ids, attention_mask=mask).logits.float(), dim=-1)
+                for r, i in enumerate(rows):
+                    results[i] = self._row(encoded[i], logp[r], top)
+        return [r for r in results if r is not None]
+
+    def _row(self, enc, logp, top: int) -> PromptLogprobs:
+        ids = list(enc.input_ids)
+        offsets = list(enc.offset_mapping)
+        has_bos = bool(ids) and ids[0] == self.tokenizer.bos_token_id
+        start = 1 if has_bos else 0
+        tokens, tids, offs, lps, tops = [], [], [], [], []
+        for t in range(start, len(ids)):
+            tokens.append(self.tokenizer.decode([ids[t]]))
+            tids.append(ids[t])
+            offs.append(int(offsets[t][0]))
+            if t == start:
+                lps.append(None)
+                tops.append(None)
+                continue
+            row = logp[t - 1]
+            lps.append(float(row[ids[t]]))
+            if top > 0:
+                vals, idx = row.topk(top)
+                tops.append({self.tokenizer.decode([int(j)]): float(v) for v, j in zip(vals, idx, strict=True)})
+            else:
+                tops.append(None)
+        return PromptLogprobs(tokens=tokens, token_ids=tids, text_offset=offs, token_logprobs=lps, top_logprobs=tops)
+
+
+def load_causal_lm(progress: Progress | None = None):
+    """`(model, tokenizer)` of the embedded model: transformers objects, float32, eval mode, one per process."""
+    lm = load_local_lm(progress)
+    return lm.model, lm.tokenizer
+
+
+def load_local_lm(progress: Progress | None = None) -> LocalLM:
+    """The process's `LocalLM`, loaded from the converted cache (converting the GGUF first if needed)."""
+    global _INSTANCE
+    with _LOCK:
+        if _INSTANCE is None:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+            folder = converted_dir(progress)
+            report(progress, 0, 1, "loading the embedded model")
+            tokenizer = AutoTokenizer.from_pretrained(str(folder))
+            model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+            _INSTANCE = LocalLM(model, tokenizer)
+            report(progress, 1, 1, "embedded model loaded")
+        return _INSTANCE
+

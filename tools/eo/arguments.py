@@ -1,0 +1,84 @@
+"""Argument types, lazy module handles and result helpers shared by the EO tool modules.
+
+NumPy and the numeric EO modules are reached through `Deferred` handles, imported on first use, so that
+listing the tools imports none of them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from tools.eo.results import RasterStats
+
+
+class Deferred:
+    """A module imported on first attribute access, so that listing the tools does not import NumPy & co."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+np = Deferred("numpy")
+geo = Deferred("tools.eo.geophysics")
+idx = Deferred("tools.eo.indices")
+mk = Deferred("tools.eo.masks")
+st = Deferred("tools.eo.statistics")
+tr = Deferred("tools.eo.trends")
+
+SceneArg = Annotated[
+    str | list[str],
+    Field(description="Scene folder, metadata file (MTL, MTD_MSIL*.xml, tileInfo.json, STAC item JSON) or list of "
+          "band files, inside the roots or sample:// (e.g. sample://eo/landsat8_c1_l1t)."),
+]
+ResolutionArg = Annotated[
+    Literal["finest", "coarsest"] | float,
+    Field(description="Grid when band grids differ (Sentinel-2 10/20/60 m): 'finest' (bilinear), 'coarsest' "
+          "(area mean) or a pixel size in metres."),
+]
+ProductArg = Annotated[
+    Literal["landsat-c1-l1", "landsat-c2-l1", "landsat-c2-l2", "sentinel-2-l1c", "sentinel-2-l2a"] | None,
+    Field(description="The product when the files cannot say (plain-named band files, no metadata); None: detect."),
+]
+RasterArg = Annotated[str, Field(
+    description="A GeoTIFF (or other GDAL raster) path inside the roots, or a sample:// URI.")]
+CogArg = Annotated[bool, Field(description="Write a Cloud-Optimized GeoTIFF (with overviews).")]
+QuicklookArg = Annotated[bool, Field(description="Also draw a PNG quicklook with a colorbar.")]
+MaskArg = Annotated[
+    list[str] | None,
+    Field(description="QA classes set to nodata first, e.g. ['cloud', 'shadow', 'cirrus'] (eo_cloud_mask lists "
+          "them); QA fill is always masked."),
+]
+
+
+def stats_model(s: Any) -> RasterStats:
+    """The result model of a `RunningStats` (or anything with a matching `summary()`)."""
+    return RasterStats(**s.summary())
+
+
+def crs_name(grid: Any) -> str | None:
+    """The grid's CRS as text (EPSG:32633, WKT...), or None when it has none."""
+    return grid.crs.to_string() if grid.crs is not None else None
+
+
+def load_scene(scene: str | list[str], product: str | None = None) -> Any:
+    """The `Scene` named by a tool's `scene` argument (folder, metadata file, STAC item or band files)."""
+    from tools.eo.scenes import open_scene
+
+    return open_scene(scene, product)
+
+
+def draw_quicklook(path: Path, draw: bool, cmap: str, title: str, label: str | None = None) -> str | None:
+    """The PNG quicklook path of the raster at `path` when `draw`, else None."""
+    if not draw:
+        return None
+    from tools.eo.quicklook import render
+
+    return str(render(path, title=title, cmap=cmap, label=label))
+

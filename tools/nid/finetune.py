@@ -1,0 +1,171 @@
+"""LoRA fine-tuning of the embedded Gemma 3 270M on a suspect corpus, plain or with DP-SGD (Opacus).
+
+Only the low-rank adapters (peft LoRA on the attention projections) train; the base weights stay frozen
+and are never copied: a checkpoint is the adapter folder (adapter_config.json + adapter weights + a
+training record), which `load_adapter_model` puts on a fresh copy of the base. With DP-SGD each text is
+one example, batches are Poisson-sampled and per-example gradients of the adapter parameters are
+clipped and noised, so the accountant's (eps, delta) holds under adding or removing one text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+import uuid
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tools.progress import Progress
+
+RECORD = "nid_finetune.json"
+
+
+@dataclass
+class LoRAConfig:
+    steps: int = 20
+    batch_size: int = 8
+    lr: float = 2e-3
+    rank: int = 8
+    alpha: int = 16
+    max_tokens: int = 64
+    seed: int = 0
+    dp_epsilon: float | None = None  # target eps (add/remove one text); None: no DP
+    dp_delta: float = 1e-5
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class LoRAResult:
+    adapter: Path
+    steps: int
+    final_loss: float
+    trainable_parameters: int
+    epsilon: float | None
+    delta: float | None
+    noise_multiplier: float | None
+    sample_rate: float | None
+    seconds: float
+
+
+def fresh_base(progress: Progress | None = None):
+    """(model, tokenizer): a private float32 copy of the embedded base model (the shared one is never touched)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tools.embedded.weights import converted_dir
+
+    folder = converted_dir(progress)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    return model, tokenizer
+
+
+def load_adapter_model(path: Path, progress: Progress | None = None):
+    """(peft model in eval mode, tokenizer) of an adapter folder written by `finetune_lora`."""
+    from peft import PeftModel
+
+    base, tokenizer = fresh_base(progress)
+    return PeftModel.from_pretrained(base, str(path)).eval(), tokenizer
+
+
+def _encode(tokenizer, texts: list[str], max_tokens: int):
+    import torch
+
+    enc = [tokenizer(t, add_special_tokens=True)["input_ids"][:max_tokens] for t in texts]
+    width = max(len(e) for e in enc)
+    x = torch.zeros((len(enc), width), dtype=torch.long)
+    y = torch.full((len(enc), width), -100, dtype=torch.long)
+    for i, e in enumerate(enc):
+        x[i, : len(e)] = torch.tensor(e)
+        y[i, : len(e) - 1] = torch.tensor(e[1:])
+    return x, y
+
+
+def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, tokenizer=None,
+                  progress: Progress | None = None) -> LoRAResult:
+    """Train LoRA adapters on `texts` for `cfg.steps` steps and save the adapter folder at `out` (atomically)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from torch.nn import functional as F
+
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress.check()
+    torch.manual_seed(cfg.seed)
+    if model is None:
+        model, tokenizer = fresh_base(progress)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        peft_model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0,
+                                                      target_modules=["q_proj", "v_proj"], bias="none"))
+    trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+    x, y = _encode(tokenizer, texts, cfg.max_tokens)
+    data = torch.utils.data.TensorDataset(x, y)
+    n = len(texts)
+    batches_per_epoch = max(1, math.ceil(n / cfg.batch_size))
+    epochs = max(1, math.ceil(cfg.steps / batches_per_epoch))
+    loader = torch.utils.data.DataLoader(data, batch_size=cfg.batch_size, shuffle=True,
+                                         generator=torch.Generator().manual_seed(cfg.seed))
+    params = [p for p in peft_model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
+    eps = noise = rate = None
+    module = peft_model
+    if cfg.dp_epsilon is not None:
+        from opacus import PrivacyEngine
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            engine = PrivacyEngine(accountant="rdp", secure_mode=False)
+            module, optimizer, loader = engine.make_private_with_epsilon(
+                module=peft_model, optimizer=optimizer, data_loader=loader, target_epsilon=cfg.dp_epsilon,
+                target_delta=cfg.dp_delta, epochs=epochs, max_grad_norm=cfg.max_grad_norm,
+                noise_generator=torch.Generator().manual_seed(cfg.seed + 1), grad_sample_mode="hooks")
+        noise = float(optimizer.noise_multiplier)
+        rate = 1.0 / len(loader)
+    module.train()
+    step, last = 0, float("nan")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        while step < cfg.steps:
+            for xb, yb in loader:
+                if step >= cfg.steps:
+                    break
+                optimizer.zero_grad(set_to_none=True)
+                if xb.shape[0] == 0:
+                    optimizer.step()
+                    step += 1
+                    continue
+                logits = module(input_ids=xb, attention_mask=(yb != -100) | (xb != 0)).logits
+                tok = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), yb.reshape(-1),
+                                      ignore_index=-100, reduction="none").view(yb.shape)
+                mask = (yb != -100).float()
+                loss = ((tok * mask).sum(1) / mask.sum(1).clamp_min(1.0)).mean()
+                loss.backward()
+                optimizer.step()
+                step += 1
+                last = float(loss.detach())
+                if progress is not None:
+                    progress.update(step, cfg.steps, f"step {step}/{cfg.steps}: loss {last:.3f} nats/token")
+    if cfg.dp_epsilon is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            eps = float(engine.get_epsilon(cfg.dp_delta))
+    peft_model.eval()
+    record = {"config": asdict(cfg), "examples": n, "steps": step, "final_loss": last, "epsilon": eps,
+              "delta": cfg.dp_delta if eps is not None else None, "noise_multiplier": noise, "sample_rate": rate,
+              "neighbouring": "add/remove one text" if eps is not None else None, "base": "embedded"}
+    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        peft_model.save_pretrained(str(tmp))
+        (tmp / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return LoRAResult(out, step, last, trainable, eps, record["delta"], noise, rate, time.perf_counter() - t0)
