@@ -43,9 +43,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import ToolAnnotations
+from mcp_types import InputRequiredResult
 from pydantic import ConfigDict, Field, ValidationError
 
 import tools
+from server.sampling import RoundSampling
 from tools.errors import Busy, Cancelled, LimitExceeded, NotFound, ResearchError
 from tools.llm import ChatModel
 from tools.paths import maybe_sweep
@@ -434,7 +436,11 @@ def adapt(spec: ToolSpec, llm_factory: LLMFactory) -> Callable[..., Any]:
                 kwargs["llm"] = llm_factory(ctx)
             cap = capacity()
             async with cap.slot(heavy or False, fn.__name__):
-                if is_async:
+                if is_async and isinstance(kwargs.get("llm"), RoundSampling):
+                    result = await _call_in_rounds(fn, kwargs, ctx, wants["progress"])
+                    if isinstance(result, InputRequiredResult):
+                        return result
+                elif is_async:
                     result = await _call_async(fn, kwargs, ctx, wants["progress"])
                 else:
                     result = await _call_in_thread(fn, kwargs, ctx, wants["progress"], cap, heavy)
@@ -458,9 +464,33 @@ def adapt(spec: ToolSpec, llm_factory: LLMFactory) -> Callable[..., Any]:
     call.__qualname__ = fn.__qualname__
     doc = inspect.getdoc(fn) or ""
     call.__doc__ = "\n\n".join(filter(None, [doc, bounds_text(fn.__name__.split("_")[0], doc)]))
-    call.__signature__ = sig.replace(parameters=params, return_annotation=hints.get("return", sig.return_annotation))
-    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": hints.get("return")}
+    returns = hints.get("return", sig.return_annotation)
+    if wants["llm"] and is_async:  # the client's model may be lent in InputRequiredResult rounds
+        returns = returns | InputRequiredResult
+    call.__signature__ = sig.replace(parameters=params, return_annotation=returns)
+    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
     return call
+
+
+async def _call_in_rounds(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context,
+                          wants_progress: bool) -> Any:
+    """Run an LLM tool for one round of a >= 2026-07-28 sampling exchange (see `RoundSampling`)."""
+    model: RoundSampling = kwargs["llm"]
+    model.absorb(ctx.request_state, ctx.input_responses)
+    outcome: list[Any] = []
+
+    async def body() -> None:
+        outcome.append(await _call_async(fn, kwargs, ctx, wants_progress))
+        tg.cancel_scope.cancel()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(body)
+        while True:
+            await anyio.sleep(0.05)
+            if model.quiet():
+                tg.cancel_scope.cancel()
+                break
+    return outcome[0] if outcome else model.input_required()
 
 
 def _check_size(name: str, result: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -54,10 +55,8 @@ def embedded_server() -> Iterator[str]:
         import json
         import signal
 
-        try:
+        with contextlib.suppress(OSError, ValueError, KeyError):
             os.kill(int(json.loads(default_state_file().read_text())["pid"]), signal.SIGTERM)
-        except (OSError, ValueError, KeyError):
-            pass
 
 
 @pytest.fixture

@@ -43,6 +43,8 @@ def test_quick_suite_runs_end_to_end_with_the_oracle(tmp_path: Path, capsys):
         assert float(r["accuracy"]) == 1.0, r
     assert (tmp_path / "metrics.png").stat().st_size > 1000
     assert "| all / goal | 5 |" in (tmp_path / "summary.md").read_text()
+    # every oracle run calls tools, all of them known and with arguments their schemas accept
+    assert "| goal | 5 | 1.000 | 1.000 | 1.000 | 1.000 |" in (tmp_path / "summary.md").read_text()
     assert set(STYLES) == {"instruction", "goal"}
 
 
@@ -82,7 +84,8 @@ def test_agent_survives_a_model_that_calls_no_tool_an_unknown_tool_or_sends_brok
 
     replies = {
         "none": "The mean is probably about 0.3.",
-        "unknown": {"content": None, "tool_calls": [{"function": {"name": "eo_make_coffee", "arguments": {"cups": 2}}}]},
+        "unknown": {"content": None,
+                    "tool_calls": [{"function": {"name": "eo_make_coffee", "arguments": {"cups": 2}}}]},
         "broken": {"content": None, "tool_calls": [{"function": {"name": "eo_statistics",
                                                                   "arguments": '{"raster": "sample://x.tif", '}}]},
     }
@@ -120,3 +123,17 @@ def test_agent_survives_a_model_that_calls_no_tool_an_unknown_tool_or_sends_brok
     bad = [c for m in msgs for c in m.get("invalid_tool_calls", [])]
     assert bad and bad[0]["name"] == "eo_statistics" and bad[0]["args"] == '{"raster": "sample://x.tif", '
     assert r.answer.startswith("Stopped: the model called eo_statistics") and "not valid JSON" in r.answer
+
+
+def test_call_behaviour_counts_unknown_tools_and_schema_invalid_arguments():
+    from evals.agents.metrics import Call
+    from evals.agents.run import call_behaviour
+
+    schema = {"type": "object", "properties": {"scene": {"type": "string"}, "index": {"type": "string"}},
+              "required": ["scene"], "additionalProperties": False}
+    calls = [Call("eo_spectral_index", {"scene": "sample://x", "index": "NDVI"}),  # valid
+             Call("eo_spectral_index", {"index": "NDVI"}),  # lacks the required scene
+             Call("eo_spectral_index", {"scene": 3}),  # wrong type
+             Call("eo_make_coffee", {"cups": 2})]  # no such tool
+    got = call_behaviour(calls, {"eo_spectral_index"}, {"eo_spectral_index": schema})
+    assert got == {"calls": 4, "known_calls": 3, "valid_calls": 1}

@@ -17,14 +17,14 @@ from tools.embedded.chat import parse_tool_calls, render_prompt
 # --- pure parts -------------------------------------------------------------------------------------
 
 
-def test_render_prompt_is_a_transcript_ending_with_an_open_assistant_turn() -> None:
+def test_render_prompt_is_a_transcript_ending_with_an_open_answer_turn() -> None:
     prompt = render_prompt([
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello."},
         {"role": "user", "content": "Capital of France?"},
     ])
-    assert prompt == "Be brief.\n\nUser: Hi\nAssistant: Hello.\nUser: Capital of France?\nAssistant:"
+    assert prompt == "Be brief.\n\nQuestion: Hi\nAnswer: Hello.\nQuestion: Capital of France?\nAnswer:"
 
 
 def test_render_prompt_lists_tools_and_replays_calls_and_results() -> None:
@@ -34,12 +34,13 @@ def test_render_prompt_lists_tools_and_replays_calls_and_results() -> None:
     prompt = render_prompt([
         {"role": "user", "content": "Diameter?"},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "graph_solve", "arguments": '{"task": "diameter"}'}}]},
+            {"id": "c1", "type": "function",
+             "function": {"name": "graph_solve", "arguments": '{"task": "diameter"}'}}]},
         {"role": "tool", "tool_call_id": "c1", "content": "2"},
     ], tools)
     assert "- graph_solve(task: string): Solve a task." in prompt
-    assert 'Assistant: <tool_call>{"name": "graph_solve", "arguments": {"task": "diameter"}}</tool_call>' in prompt
-    assert prompt.endswith("User: Tool result: 2\nAssistant:")
+    assert 'Answer: <tool_call>{"name": "graph_solve", "arguments": {"task": "diameter"}}</tool_call>' in prompt
+    assert prompt.endswith("Question: Tool result: 2\nAnswer:")
 
 
 def test_parse_tool_calls_reads_tagged_and_bare_calls() -> None:
@@ -54,7 +55,8 @@ def test_parse_tool_calls_leaves_prose_and_unknown_bare_names_alone() -> None:
     assert parse_tool_calls("The answer is 4.") == ("The answer is 4.", [])
     assert parse_tool_calls('{"name": "x", "arguments": {}}', known={"graph_solve"})[1] == []
     # a tagged call to an unknown tool is still a call: the agent reports the unknown name
-    assert parse_tool_calls('<tool_call>{"name": "nope", "arguments": {}}</tool_call>', known={"a"})[1][0].name == "nope"
+    calls = parse_tool_calls('<tool_call>{"name": "nope", "arguments": {}}</tool_call>', known={"a"})[1]
+    assert calls[0].name == "nope"
     assert parse_tool_calls("<tool_call>{not json}</tool_call>")[1] == []
 
 
@@ -103,11 +105,11 @@ def test_echo_logprobs_cover_the_prompt_and_agree_with_an_unpadded_forward_pass(
             assert value <= max(lp["top_logprobs"][t].values()) + 1e-6
 
 
-def test_chat_answers_with_text_and_says_which_model(embedded_llm: str) -> None:
+def test_chat_answers_a_question_and_says_which_model(embedded_llm: str) -> None:
     data = _post(embedded_llm, "/chat/completions", {
-        "messages": [{"role": "user", "content": "Say the word yes."}], "max_tokens": 8})
+        "messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 8})
     choice = data["choices"][0]
-    assert choice["message"]["role"] == "assistant" and isinstance(choice["message"]["content"], str)
+    assert choice["message"]["role"] == "assistant" and "Paris" in choice["message"]["content"]
     assert choice["finish_reason"] in ("stop", "length")
     assert data["model"] == "gemma-3-270m"
 
@@ -142,3 +144,15 @@ async def test_a_tool_over_mcp_uses_the_embedded_model_and_says_so(embedded_llm:
         result = await client.call_tool("longctx_single_shot", {"text": text, "task": "What is the key for pear?"})
     assert not result.is_error, result.content
     assert "embedded" in json.dumps(result.structured_content)
+
+
+def test_runtime_benchmark_quick_variant_runs_and_is_consistent(embedded_llm: str, tmp_path) -> None:
+    from evals.llm.run import main
+
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "runtimes.json").read_text())
+    rows = report["rows"]
+    assert rows[0]["runtime"].startswith("transformers") and rows[0]["prompt_tokens"] > 50
+    assert all(r["prefill_tok_s"] > 0 and r["decode_tok_s"] > 0 for r in rows)
+    if len(rows) > 1:  # llama.cpp installed: the same weights must give nearly the same log-probs
+        assert report["logprob_abs_diff"]["median"] < 0.25

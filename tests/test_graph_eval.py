@@ -66,3 +66,24 @@ def test_optimizer_table_study_quick(tmp_path):
     study = json.loads((tmp_path / "optimizer_table.json").read_text())
     assert all(r["cost"] <= 0.25 for r in study)
     assert study[0]["rate"] == 1.0  # no interactions: the factor-wise search finds the best arm
+
+
+def test_optimizer_on_measured_rows_matches_the_benchmark_and_exhaustive_search(tmp_path, capsys):
+    out = tmp_path / "bench"
+    assert main(["--quick", "--scripted", "--out", str(out)]) == 0
+    first = json.loads((out / "summary.json").read_text())
+    again = tmp_path / "again"
+    assert main(["--from-rows", str(out / "rows.csv"), "--budgets", "0.25", "1.0", "--out", str(again)]) == 0
+    # the summary read back from rows.csv is the benchmark's own
+    assert json.loads((again / "summary_from_rows.json").read_text())["by"] == first["by"]
+    study = json.loads((again / "optimizer_measured.json").read_text())
+    pooled = {r["budget"]: r for r in study if r["table"] == "all tasks"}
+    # the scripted solver answers every task right on adjacency_set and friendship under LTM and CoT
+    assert pooled[1.0]["exhaustive_accuracy"] == 1.0
+    # adjacency_set under the anchor scheme CoT is one of the best cells, and the search starts there
+    assert pooled[1.0]["chosen_accuracy"] == 1.0 and pooled[1.0]["rate"] == 1.0
+    assert pooled[0.25]["arms_evaluated"] <= pooled[1.0]["arms_evaluated"] <= 9
+    assert pooled[0.25]["cost"] <= 0.25 and pooled[0.25]["arms_total"] == 9
+    assert pooled[0.25]["rate"] == pooled[0.25]["chosen_accuracy"] / pooled[0.25]["exhaustive_accuracy"]
+    assert {r["table"] for r in study} == {"all tasks", *QUICK["tasks"]}
+    assert "Rate" in capsys.readouterr().out

@@ -38,3 +38,21 @@ def test_kv_sets_1k_to_16k_are_exact_when_chunked(tmp_path: Path) -> None:
     kv = [r for r in _rows(tmp_path) if r["suite"] == "kv"]
     assert sorted(int(r["length"]) for r in kv) == [1000, 2000, 4000, 8000, 15000]
     assert all(float(r["accuracy"]) == 1.0 for r in kv)
+
+
+def test_two_topologies_keep_per_item_rows_that_summarize_again(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["--kv-lengths", "1000", "2000", "--kv-items", "2", "--qa-items", "0", "--kv-chunk-tokens", "1000",
+                 "--topology", "workers_manager", "chain", "--no-bench", "--out", str(out)]) == 0
+    items = list(csv.DictReader((out / "rows.csv").open()))
+    # 2 lengths x 2 items, each read by both topologies and single-shot
+    assert len(items) == 12 and {r["topology"] for r in items} == {"workers_manager", "chain", ""}
+    chunked = [r for r in items if r["mode"] == "chunked"]
+    assert all(r["correct"] == "1" and int(r["calls"]) >= int(r["chunks"]) >= 2 for r in chunked)
+    assert all(float(r["wall_s"]) >= 0 and int(r["prompt_tokens"]) > 0 for r in items)
+    again = tmp_path / "again"
+    assert main(["--from-rows", str(out / "rows.csv"), "--out", str(again)]) == 0
+    assert _rows(again) == _rows(out)
+    assert (again / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    fits = json.loads((again / "noise.json").read_text())["fits"]
+    assert {"kv", "kv/chain", "kv/workers_manager"} <= set(fits)

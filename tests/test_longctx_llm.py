@@ -33,6 +33,15 @@ def test_status_faults_are_retried(faults) -> None:
         assert len(server.requests) == len(faults) + 1
 
 
+def test_a_final_timeout_is_reported_as_a_timeout_not_as_unreachable() -> None:
+    with ScriptedLLM(lambda body: "ok", faults=["timeout", "timeout"], stall_s=10) as server, \
+            pytest.raises(UpstreamError) as err:
+        asyncio.run(_complete(_chat(server, timeout_s=0.4, max_retries=1)))
+    assert "did not answer within 0.4 s" in str(err.value)
+    assert "could not be reached" not in str(err.value)
+    assert "RESEARCH_MCP_LLM_TIMEOUT_S" in str(err.value)
+
+
 def test_timeout_is_retried() -> None:
     with ScriptedLLM(lambda body: "ok", faults=["timeout"], stall_s=10) as server:
         out = asyncio.run(_complete(_chat(server, timeout_s=0.4, max_retries=1)))

@@ -48,7 +48,9 @@ async def run_workflow(name: str, inputs: dict[str, Any] | None, *, target: Serv
         raise unknown_name("workflow", name, WORKFLOWS)
     wf = WORKFLOWS[name]
     mod = wf.load()
-    if model is None and get_settings().llm.configured:
+    s = get_settings().llm
+    wants_model = wf.needs_model or bool((inputs or {}).get("question"))
+    if model is None and (s.configured or (s.embedded and wants_model)):  # else the embedded model, when needed
         from agents.model import chat_model
 
         model = chat_model()

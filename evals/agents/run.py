@@ -58,9 +58,31 @@ def _model(policy: str, base_url: str | None) -> Any:
     return chat_model()
 
 
+def call_behaviour(calls: list[Any], names: set[str], schemas: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """How many calls name a tool the server has, and how many of those carry arguments its schema accepts."""
+    import jsonschema
+
+    known = [c for c in calls if c.name in names]
+    valid = 0
+    for c in known:
+        try:
+            jsonschema.validate(c.args, schemas.get(c.name) or {"type": "object"})
+        except jsonschema.ValidationError:
+            continue
+        valid += 1
+    return {"calls": len(calls), "known_calls": len(known), "valid_calls": valid}
+
+
 async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: Any, max_steps: int,
-                    console: Any) -> tuple[dict[tuple[str, str], Any], dict[str, dict[str, Any]], list[str]]:
-    """Run every (task, style) on one session; results keyed by (task id, style)."""
+                    console: Any, behaviour: list[dict[str, Any]] | None = None,
+                    progress: Path | None = None) -> tuple[dict[tuple[str, str], Any], dict[str, dict[str, Any]],
+                                                           list[str]]:
+    """Run every (task, style) on one session; results keyed by (task id, style).
+
+    `behaviour`, when given, gets one row per run: model turns, tool calls (to known tools, with
+    schema-valid arguments), tool errors, status and seconds; `progress` gets the same rows as JSON lines
+    as they are made.
+    """
     from agents.react import ask
     from agents.runner import open_session
     from evals.agents.metrics import Call, validate_chains
@@ -79,6 +101,7 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
         stamp = time.strftime("%H%M%S")
         for t in runnable:
             for style in styles:
+                t0 = time.perf_counter()
                 try:
                     r = await ask(t.question(style), session=session, thread_id=f"suite-{t.id}-{style}-{stamp}",
                                   approval="yes", max_steps=max_steps, console=console, model=model)
@@ -89,7 +112,36 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
                 calls = [Call(c["name"], c.get("args") or {}) for m in r.values.get("messages", [])
                          for c in (getattr(m, "tool_calls", None) or [])]
                 results[(t.id, style)] = (calls, r.answer)
+                if behaviour is not None:
+                    msgs = r.values.get("messages", [])
+                    row = {"task": t.id, "style": style, "status": r.status,
+                           "steps": sum(1 for m in msgs if getattr(m, "type", "") == "ai"),
+                           **call_behaviour(calls, set(session.box.names()), schemas),
+                           "tool_errors": sum(1 for e in r.executed if e.get("status") == "error"),
+                           "seconds": round(time.perf_counter() - t0, 1), "answer": (r.answer or "")[:160]}
+                    behaviour.append(row)
+                    if progress is not None:
+                        with progress.open("a", encoding="utf-8") as fh:
+                            fh.write(json.dumps(row) + "\n")
     return results, schemas, skipped
+
+
+def behaviour_table(rows: list[dict[str, Any]], scores: list[Any]) -> str:
+    """Markdown: tool-call rate, known-tool and valid-argument rates, accuracy, mean steps, per style."""
+    correct = {(s.task_id, s.style): float(s.correct) for s in scores}
+    lines = ["| style | runs | tool-call rate | known-tool rate | valid-argument rate | accuracy | mean steps "
+             "| tool errors | mean s |", "|---|---|---|---|---|---|---|---|---|"]
+    for style in sorted({r["style"] for r in rows}):
+        sel = [r for r in rows if r["style"] == style]
+        calls = sum(r["calls"] for r in sel)
+        known, valid = ((f"{sum(r[k] for r in sel) / calls:.3f}" for k in ("known_calls", "valid_calls"))
+                        if calls else ("n/a (no calls)", "n/a (no calls)"))
+        lines.append(f"| {style} | {len(sel)} | {sum(r['calls'] > 0 for r in sel) / len(sel):.3f} | "
+                     f"{known} | {valid} | "
+                     f"{sum(correct.get((r['task'], style), 0.0) for r in sel) / len(sel):.3f} | "
+                     f"{sum(r['steps'] for r in sel) / len(sel):.2f} | {sum(r['tool_errors'] for r in sel)} | "
+                     f"{sum(r['seconds'] for r in sel) / len(sel):.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 def write_outputs(out: Path, tasks: list[Any], scores: list[Any]) -> dict[str, Any]:
@@ -184,16 +236,22 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True, quiet=True)
     target = ServerTarget(url=args.http) if args.http else ServerTarget()
     t0 = time.perf_counter()
+    behaviour: list[dict[str, Any]] = []
+    out.mkdir(parents=True, exist_ok=True)
+    progress = out / "runs.jsonl"
+    progress.unlink(missing_ok=True)
 
     async def go(model: Any) -> Any:
         return await run_suite(tasks, args.styles, model=model, target=target, max_steps=args.max_steps,
-                               console=console)
+                               console=console, behaviour=behaviour, progress=progress)
 
     if policy in ("oracle", "perturbed"):
         with _oracle_endpoint(tasks, policy) as url:
-            results, schemas, skipped = anyio.run(go, _model(policy, url))
+            model_used = _model(policy, url)
+            results, schemas, skipped = anyio.run(go, model_used)
     else:
-        results, schemas, skipped = anyio.run(go, _model("model", None))
+        model_used = _model("model", None)  # the configured endpoint, else the embedded model
+        results, schemas, skipped = anyio.run(go, model_used)
     runnable = [t for t in tasks if not any(s.startswith(t.id + " ") for s in skipped)]
     if not runnable:
         print("agent suite: no task can run on this server (its families are missing): " + "; ".join(skipped),
@@ -202,7 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     truth = {t.id: (t.expected_calls(), t.expected) for t in runnable}
     scores = score_suite(truth, results, args.styles, default_context(), schemas)
     groups = write_outputs(out, runnable, scores)
-    print(f"agent suite ({policy}): {len(runnable)} tasks x {len(args.styles)} styles = {len(scores)} runs "
+    if behaviour:
+        with (out / "summary.md").open("a", encoding="utf-8") as fh:
+            fh.write("\nModel behaviour (calls to tools the server has; arguments checked against each tool's "
+                     "input schema):\n\n" + behaviour_table(behaviour, scores))
+    print(f"agent suite ({policy}, {getattr(model_used, 'model_name', policy)}): {len(runnable)} tasks x "
+          f"{len(args.styles)} styles = {len(scores)} runs "
           f"in {time.perf_counter() - t0:.0f} s; {len(skipped)} tasks left out")
     for s in skipped:
         print(f"  left out: {s}")

@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--k", type=int, default=3, help="exemplars for few-shot schemes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-tokens", type=int, default=None)
+    ap.add_argument("--shuffle", action="store_true", help="ask the questions in a seeded random order")
     ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: settings)")
     ap.add_argument("--api-key", default=None)
@@ -123,6 +124,10 @@ async def _benchmark(args, out: Path) -> dict:
     t, g, f, s, d = check_levels(grid["tasks"], grid["generators"], grid["formats"], grid["schemes"],
                                  grid["difficulties"])
     items = make_items(t, g, f, s, d, grid["per_cell"], args.seed, k=1 if args.quick else args.k)
+    if args.shuffle:  # any prefix a stopped run leaves is then a random sample of the grid
+        import random
+
+        random.Random(args.seed).shuffle(items)
     model = _model(args)
     t0 = time.perf_counter()
     partial = out / "rows.partial.jsonl"  # one line per answered question, kept if the run is stopped
@@ -165,24 +170,44 @@ async def _optimize(args, out: Path) -> dict:
     return data
 
 
+def _read_rows(path: Path) -> list[dict]:
+    """Benchmark rows from rows.csv, or from the rows.partial.jsonl a stopped run left."""
+    import csv
+
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def summarize_rows(path: Path) -> dict:
+    """The benchmark's summary (overall and per factor) of rows read back from `path`."""
+    from tools.graph.benchmark import Row
+
+    def typed(r: dict) -> Row:
+        kinds = {f.name: f.type for f in Row.__dataclass_fields__.values()}
+        conv = {"int": int, "float": float, "bool": lambda v: v in (True, "True", "true", "1"), "str": str}
+        return Row(**{k: conv[str(kinds[k])](v) for k, v in r.items() if k in kinds})
+
+    return summarize([typed(r) for r in _read_rows(path)])
+
+
 async def measured_table_study(rows_csv: Path, budgets: list[float]) -> list[dict]:
     """`factor_search` on measured (format, scheme) accuracies: Cost, Rate and the exhaustive best, per table.
 
     One table pools every task of the rows; one more per task. Rate is the chosen pair's measured accuracy
     over the best measured accuracy (1.0 when the best is 0: nothing to find).
     """
-    import csv
     from collections import defaultdict
 
     from tools.graph.optimize import factor_search, table_evaluator
 
-    with rows_csv.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = _read_rows(rows_csv)
     if not rows:
         raise InvalidInput(f"{rows_csv} has no rows.", hint="Give the rows.csv a `python -m evals.graph` run wrote.")
     cells: dict[str, dict[tuple[str, str], list[int]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
-        ok = int(r["correct"] in ("True", "true", "1"))
+        ok = int(r["correct"] in (True, "True", "true", "1"))
         cells["all tasks"][(r["format"], r["scheme"])].append(ok)
         cells[r["task"]][(r["format"], r["scheme"])].append(ok)
     formats = sorted({r["format"] for r in rows})
@@ -282,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"Rate {r['rate']:.3f} (min {r['min_rate']:.3f}); random search, same cost: Rate "
                       f"{r['random_search_rate']:.3f}")
         elif args.from_rows:
+            summ = summarize_rows(args.from_rows)
+            (out / "summary_from_rows.json").write_text(json.dumps(summ, indent=2))
+            _print_table(summ)
             study = asyncio.run(measured_table_study(args.from_rows, args.budgets))
             (out / "optimizer_measured.json").write_text(json.dumps(study, indent=2))
             for r in study:

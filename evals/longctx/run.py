@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.scripted_endpoint import ScriptedLLM
-from tools.errors import ResearchError
+from tools.errors import InvalidInput, ResearchError
 from tools.llm import ChatModel, OpenAIChat
 from tools.longctx.chunking import chunk_text
 from tools.longctx.models import ChunkedPoint, SinglePoint
@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-latency", type=float, default=0.2)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--from-rows", type=Path, default=None, metavar="ROWS_CSV",
+                    help="summarize, fit and plot the per-item rows.csv of an earlier (possibly stopped) run")
+    ap.add_argument("--model-name", default="model", help="with --from-rows: the model named in the plot")
     return ap
 
 
@@ -301,10 +304,36 @@ async def _run(args: argparse.Namespace) -> int:
     if args.quick:
         args.kv_lengths, args.kv_items = [1000, 2000], 4
         args.qa_lengths, args.qa_items = [4000, 8000], 3
-    items = kv_items(args.kv_lengths, args.kv_items) + qa_items(args.qa_lengths, args.qa_items, args.depth)
-    chunk_tokens = {"kv": args.kv_chunk_tokens, "qa": args.qa_chunk_tokens}
     out = args.out or output_dir() / "eval-longctx"
     out.mkdir(parents=True, exist_ok=True)
+    if args.from_rows:
+        rows, model_name = read_rows(args.from_rows), args.model_name
+        args.no_bench = True
+    else:
+        rows, model_name = await _measure(args, out)
+    return await _report(args, out, rows, model_name)
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The per-item rows a run wrote (rows.csv), typed again."""
+    ints = ("length", "tokens", "correct", "chunks", "failed_chunks", "calls", "prompt_tokens", "completion_tokens")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise InvalidInput(f"{path} has no rows.", hint="Give the rows.csv a `--endpoint settings` run wrote.")
+    for r in rows:
+        for k in ints:
+            r[k] = int(r[k])
+        r["wall_s"] = float(r["wall_s"])
+        r["chunk_tokens"] = int(r["chunk_tokens"]) if r["chunk_tokens"] else ""
+    return rows
+
+
+async def _measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], str]:
+    items = kv_items(args.kv_lengths, args.kv_items) + qa_items(args.qa_lengths, args.qa_items, args.depth)
+    chunk_tokens = {"kv": args.kv_chunk_tokens, "qa": args.qa_chunk_tokens}
+    progress = out / "rows.csv"
+    progress.unlink(missing_ok=True)
     if args.endpoint == "scripted":
         from evals.longctx.scripted import PaperRules
 
@@ -315,7 +344,7 @@ async def _run(args: argparse.Namespace) -> int:
         with ScriptedLLM(rules) as server:
             model = OpenAIChat(base_url=server.base_url, api_key="x", model="scripted", max_retries=2)
             try:
-                rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot)
+                rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress)
             finally:
                 await model.aclose()
         model_name = "scripted"
@@ -324,14 +353,16 @@ async def _run(args: argparse.Namespace) -> int:
 
         model = default_llm()  # the configured endpoint, else the embedded model
         model_name = model.name
-        progress = out / "rows.csv"
-        progress.unlink(missing_ok=True)
         try:
             rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress)
         finally:
             aclose = getattr(model, "aclose", None)
             if aclose is not None:
                 await aclose()
+    return rows, model_name
+
+
+async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]], model_name: str) -> int:
     summary = summarize(rows)
     with (out / "results.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(summary[0]))

@@ -1,12 +1,13 @@
 """Chat messages to a Gemma prompt, and tool calls out of the model's text.
 
 The embedded model is a base (pretrained, not instruction-tuned) model, so a chat becomes a plain
-transcript (`User: ...` / `Assistant: ...`, system text on top) ending with an open `Assistant:` turn; a
+transcript (`Question: ...` / `Answer: ...`, system text on top) ending with an open `Answer:` turn; a
 base model continues such text far better than Gemma's instruction-turn tokens, which it never
-learned. When the request offers tools, the prompt lists them and asks
-for calls as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`; `parse_tool_calls` reads those
-(and a bare JSON object with `name` and `arguments`) back. A base model of this size often answers in
-prose instead; that reply is returned as text, and the caller sees that no tool was called.
+learned, or a `User:` / `Assistant:` dialogue, which it tends to repeat. When the request offers tools,
+the prompt lists them and asks for calls as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`;
+`parse_tool_calls` reads those (and a bare JSON object with `name` and `arguments`) back. A base model
+of this size often answers in prose instead; that reply is returned as text, and the caller sees that no
+tool was called.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-ROLES = {"user": "User", "model": "Assistant"}
-STOP_STRINGS = ["\nUser:", "<end_of_turn>", "<start_of_turn>"]
+ROLES = {"user": "Question", "model": "Answer"}
+STOP_STRINGS = ["\nQuestion:", "<end_of_turn>", "<start_of_turn>"]
 
 
 @dataclass
@@ -51,7 +52,7 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
 
 
 def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
-    """The transcript prompt for an OpenAI-style message list, ending with an open assistant turn."""
+    """The transcript prompt for an OpenAI-style message list, ending with an open `Answer:` turn."""
     system = [_content_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
     if tools:
         system.append(_tools_text(tools))
@@ -84,7 +85,7 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | 
     if system:
         head = "\n\n".join(x for x in system if x) + "\n\n"
     body = "".join(f"{ROLES[role]}: {text.strip()}\n" for role, text in merged)
-    return head + body + "Assistant:"
+    return head + body + "Answer:"
 
 
 _TAGGED = re.compile(r"<tool_call>\s*(\{.*?\})\s*(?:</tool_call>|$)", re.S)

@@ -8,6 +8,7 @@ cancel ends it at once; `LocalLM.prompt_logprobs` scores many texts in padded ba
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -88,7 +89,8 @@ class LocalLM:
         out_ids: list[int] = []
         text = ""
         finish = "length"
-        with torch.inference_mode():
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # the KV-cache argument's name is changing upstream
             past = None
             step_input = torch.tensor([ids])
             for _ in range(max_tokens):

@@ -325,7 +325,7 @@ def graph_solve(
 ) -> Solved:
     """Solve a graph task exactly and return the answer with a witness (path, cycle, matching, cut...).
 
-    Covers GraphOmni's 6 tasks and 18 more (graph_list_tasks). NP-hard tasks use exact search and are
+    Covers GraphOmni's 6 tasks and 19 more (graph_list_tasks). NP-hard tasks use exact search and are
     refused past max_nodes_np_hard nodes (max_nodes_max_cut for max_cut) or past max_search_steps
     backtracking steps, with the bound in the message; a cancelled call stops within a few thousand steps.
     """

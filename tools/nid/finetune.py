@@ -69,7 +69,10 @@ def load_adapter_model(path: Path, progress: Progress | None = None):
     from peft import PeftModel
 
     base, tokenizer = fresh_base(progress)
-    return PeftModel.from_pretrained(base, str(path)).eval(), tokenizer
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        model = PeftModel.from_pretrained(base, str(path)).eval()
+    return model, tokenizer
 
 
 def _encode(tokenizer, texts: list[str], max_tokens: int):

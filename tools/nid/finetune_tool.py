@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -73,8 +74,22 @@ def nid_finetune(
         raise InvalidInput(f"per_dataset must be at least 2, got {per_dataset}.", hint="Use e.g. 16.")
     if not 1 <= rank <= 64:
         raise InvalidInput(f"rank must lie in [1, 64], got {rank}.", hint="Use 8.")
-    if dp_epsilon is not None and dp_epsilon <= 0:
-        raise InvalidInput(f"dp_epsilon must be positive, got {dp_epsilon}.", hint="E.g. 8.0, or omit it.")
+    if dp_epsilon is not None and not 0 < dp_epsilon <= 1e6:
+        raise InvalidInput(f"dp_epsilon must lie in (0, 1e6], got {dp_epsilon}.", hint="E.g. 8.0, or omit it.")
+    if not 1 <= batch_size <= 256:
+        raise InvalidInput(f"batch_size must lie in [1, 256], got {batch_size}.", hint="Use 8.")
+    if not 2 <= per_dataset <= lim.max_train_examples:
+        raise LimitExceeded("per_dataset", per_dataset, lim.max_train_examples, "RESEARCH_MCP_NID__MAX_TRAIN_EXAMPLES")
+    if not (math.isfinite(lr) and 0 < lr <= 1):
+        raise InvalidInput(f"lr must lie in (0, 1], got {lr}.", hint="Use 2e-3.")
+    if not (0 <= prefix_chars <= 4096 and 0 <= suffix_chars <= 4096):
+        raise InvalidInput("prefix_chars and suffix_chars must lie in [0, 4096].", hint="Use 48 and 8.")
+    if not 0 < dp_delta < 1:
+        raise InvalidInput(f"dp_delta must lie in (0, 1), got {dp_delta}.", hint="Use 1e-5.")
+    if not (math.isfinite(max_grad_norm) and 0 < max_grad_norm <= 1e4):
+        raise InvalidInput(f"max_grad_norm must lie in (0, 1e4], got {max_grad_norm}.", hint="Use 1.0.")
+    if not 0 <= seed < 2**32:
+        raise InvalidInput(f"seed must lie in [0, 2**32), got {seed}.", hint="Use 0.")
     split = build_split(names, per_dataset, 0.5, seed)
     if len(split["members"]) > lim.max_train_examples:
         raise LimitExceeded("training texts", len(split["members"]), lim.max_train_examples,

@@ -1,0 +1,1 @@
+"""Benchmarks of the embedded model's runtimes (`python -m evals.llm`)."""

@@ -1,0 +1,3 @@
+from evals.llm.run import main
+
+raise SystemExit(main())
