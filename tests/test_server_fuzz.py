@@ -118,7 +118,8 @@ def absurd(prop: dict) -> st.SearchStrategy:
     return st.one_of(options)
 
 
-QUICK = {"nid_train_model": {"epochs": 1, "per_dataset": 8}, "dti_train": {"epochs": 1, "pretrain_epochs": 0}}
+QUICK = {"nid_train_model": {"epochs": 1, "per_dataset": 8}, "dti_train": {"epochs": 1, "pretrain_epochs": 0},
+         "nid_finetune": {"steps": 1, "per_dataset": 2, "batch_size": 1}}
 
 
 def _base_arguments(tool) -> dict:
