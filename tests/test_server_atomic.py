@@ -78,3 +78,21 @@ def test_a_killed_chunk_writer_leaves_no_chunk_file(tmp_path: Path) -> None:
     finished = [p for p in left if p.suffix == ".jsonl" and not is_partial(p)]
     assert finished == []
     assert any(is_partial(p) and p.stat().st_size > 0 for p in left)
+
+
+def test_atomic_folder_replaces_only_when_complete(tmp_path) -> None:
+    import pytest
+
+    from tools.atomic import atomic_folder
+
+    final = tmp_path / "adapter"
+    with atomic_folder(final) as tmp:
+        tmp.mkdir()
+        (tmp / "a.txt").write_text("one")
+    assert (final / "a.txt").read_text() == "one"
+    with pytest.raises(RuntimeError), atomic_folder(final) as tmp:
+        tmp.mkdir()
+        (tmp / "a.txt").write_text("two")
+        raise RuntimeError("killed mid-write")
+    assert (final / "a.txt").read_text() == "one"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter"]

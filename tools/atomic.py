@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,26 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """Like `atomic_output`, for a folder: yield a temporary sibling path (not created) to fill, then put it
+    in place of `path` (an older folder there is replaced); on an exception the temporary folder is removed.
+    """
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}{PARTIAL_MARK}")
+    try:
+        yield tmp
+        if not tmp.is_dir():
+            raise FileNotFoundError(f"the writer did not create the folder {tmp}")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:

@@ -12,12 +12,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from tools.atomic import atomic_folder
 from tools.errors import NotConfigured
 from tools.progress import Progress, report
 from tools.settings import get_settings
@@ -76,16 +74,9 @@ def converted_dir(progress: Progress | None = None) -> Path:
         report(progress, 0, 3, "assembling the Gemma 3 270M GGUF")
         gguf = gguf_path()
         report(progress, 1, 3, "dequantizing the GGUF (once; about two minutes on two cores)")
-        tmp = root / f".{CONVERTED}.{uuid.uuid4().hex[:8]}.partial"
-        try:
+        with atomic_folder(final) as tmp:
             _convert(gguf, tmp)
             report(progress, 2, 3, "saving the converted weights")
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         report(progress, 3, 3, "weights ready")
     return final
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import time
-import uuid
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tools.atomic import atomic_folder
 from tools.progress import Progress
 
 RECORD = "nid_finetune.json"
@@ -161,14 +159,7 @@ def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, t
     record = {"config": asdict(cfg), "examples": n, "steps": step, "final_loss": last, "epsilon": eps,
               "delta": cfg.dp_delta if eps is not None else None, "noise_multiplier": noise, "sample_rate": rate,
               "neighbouring": "add/remove one text" if eps is not None else None, "base": "embedded"}
-    tmp = out.with_name(f".{out.name}.{uuid.uuid4().hex[:8]}.partial")
-    try:
+    with atomic_folder(out) as tmp:
         peft_model.save_pretrained(str(tmp))
         (tmp / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return LoRAResult(out, step, last, trainable, eps, record["delta"], noise, rate, time.perf_counter() - t0)

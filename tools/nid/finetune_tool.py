@@ -74,8 +74,10 @@ def nid_finetune(
         raise InvalidInput(f"per_dataset must be at least 2, got {per_dataset}.", hint="Use e.g. 16.")
     if not 1 <= rank <= 64:
         raise InvalidInput(f"rank must lie in [1, 64], got {rank}.", hint="Use 8.")
-    if dp_epsilon is not None and not 0 < dp_epsilon <= 1e6:
-        raise InvalidInput(f"dp_epsilon must lie in (0, 1e6], got {dp_epsilon}.", hint="E.g. 8.0, or omit it.")
+    if dp_epsilon is not None and not dp_epsilon > 0:
+        raise InvalidInput(f"dp_epsilon must be positive, got {dp_epsilon}.", hint="E.g. 8.0, or omit it.")
+    if dp_epsilon is not None and dp_epsilon > 1e6:
+        raise InvalidInput(f"dp_epsilon must be at most 1e6, got {dp_epsilon}.", hint="E.g. 8.0, or omit it.")
     if not 1 <= batch_size <= 256:
         raise InvalidInput(f"batch_size must lie in [1, 256], got {batch_size}.", hint="Use 8.")
     if not 2 <= per_dataset <= lim.max_train_examples:
