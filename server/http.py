@@ -120,9 +120,13 @@ def serve_http(server: MCPServer, host: str, port: int, token: str | None, extra
     processes on the one port and hands their batch jobs to one shared Dask cluster."""
     import uvicorn
 
+    # Keep-alive outlives a load balancer's usual 60 s idle timeout, so the balancer, not the server, closes
+    # an idle connection (no request lost on a connection the server just closed); a worker busy with a
+    # burst of calls on a loaded machine gets 30 s, not 5, to answer the supervisor's health check.
+    options = {"host": host, "port": port, "log_level": "warning", "lifespan": "on", "timeout_keep_alive": 75}
     app = http_app(server, host, port, token, extra_hosts, stateless=workers > 1)
     if workers <= 1:
-        uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="on")
+        uvicorn.run(app, **options)
         return
     import os
 
@@ -131,5 +135,5 @@ def serve_http(server: MCPServer, host: str, port: int, token: str | None, extra
     os.environ["RESEARCH_MCP_HOST"], os.environ["RESEARCH_MCP_PORT"] = host, str(port)
     if dask_settings().scheduler is None and dask_settings().mode != "inline":
         os.environ["RESEARCH_MCP_DASK_SCHEDULER"] = start_local_cluster()
-    uvicorn.run("server.http:app_from_environment", factory=True, workers=workers, host=host, port=port,
-                log_level="warning", lifespan="on")
+    uvicorn.run("server.http:app_from_environment", factory=True, workers=workers, timeout_worker_healthcheck=30,
+                **options)

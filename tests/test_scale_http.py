@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -24,30 +23,39 @@ def two_worker_server(tmp_path_factory):
     port = free_port()
     out = tmp_path_factory.mktemp("http-workers")
     env = server_env(RESEARCH_MCP_OUTPUT_DIR=str(out), RESEARCH_MCP_LOG_LEVEL="WARNING", RESEARCH_MCP_DASK_WORKERS="1")
+    log = (out / "server.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--http", "--workers", "2", "--host", "127.0.0.1",
          "--port", str(port)],
-        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log,
     )
-    deadline = time.monotonic() + 90
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("server did not start within 90 s") from None
-            time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}/mcp"
+    url = f"http://127.0.0.1:{port}/mcp"
+    _wait_until_both_answer(proc, url, out / "server.log")
+    yield url
     proc.terminate()
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+    log.close()
+
+
+def _wait_until_both_answer(proc: subprocess.Popen, url: str, log_path) -> None:
+    """The parent binds the port before its server processes have imported the app: wait for answers,
+    not for the socket, so the burst below meets started servers."""
+    body = {"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}}
+    deadline, answered = time.monotonic() + 120, 0
+    while answered < 4:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {log_path.read_text(errors='replace')[-2000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"server did not answer within 120 s: {log_path.read_text(errors='replace')[-2000:]}")
+        try:
+            answered += httpx.post(url, json=body, headers=HEADERS, timeout=30).status_code == 200
+        except httpx.HTTPError:
+            time.sleep(0.3)
 
 
 def _result(text: str) -> dict:
