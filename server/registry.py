@@ -44,7 +44,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import ToolAnnotations
 from mcp_types import InputRequiredResult
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, RootModel, ValidationError
 
 import tools
 from server.sampling import RoundSampling
@@ -100,10 +100,12 @@ def load_specs(families: list[str] | None = None) -> list[ToolSpec]:
 
 
 def annotations_for(spec: ToolSpec) -> ToolAnnotations:
+    """The tool's MCP hints. readOnlyHint and idempotentHint are left out where false, the protocol's default for
+    both; destructiveHint and openWorldHint are always stated (their default is true)."""
     return ToolAnnotations(
-        read_only_hint=spec.read_only,
+        read_only_hint=spec.read_only or None,
         destructive_hint=spec.destructive,
-        idempotent_hint=spec.idempotent,
+        idempotent_hint=spec.idempotent or None,
         open_world_hint=spec.open_world,
     )
 
@@ -191,30 +193,117 @@ def release_memory() -> bool:
 # ---------------------------------------------------------------------------------------------- schemas
 
 
-def _compact(schema: Any, *, keep_title: bool = False) -> Any:
-    """The schema without what the client's model does not need: titles, `default: null`, and
-    `anyOf: [{type: T}, {type: null}]` written as `type: [T, null]`."""
+# Keywords that constrain only instances of one JSON type: `anyOf` options of distinct types that use only these
+# validate exactly as one schema with a list of types.
+_NUMBER_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+_TYPE_KEYWORDS = {
+    "array": {"items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"},
+    "object": {"properties", "additionalProperties", "required", "minProperties", "maxProperties"},
+    "string": {"minLength", "maxLength", "pattern", "format"},
+    "number": _NUMBER_KEYWORDS,
+    "integer": _NUMBER_KEYWORDS,
+    "boolean": set(),
+    "null": set(),
+}
+
+
+def _merged_types(options: list[Any]) -> dict[str, Any] | None:
+    """`anyOf` options as one schema with a list of types, or None where that would change what validates."""
+    if not all(isinstance(o, dict) for o in options):
+        return None
+    listed = {"enum" in o for o in options if o.get("type") != "null"}
+    if listed == {True, False}:
+        return None  # an enum constrains every type: either each non-null option lists its values, or none does
+    merged: dict[str, Any] = {}
+    types: list[str] = []
+    enum: list[Any] = []
+    for option in options:
+        kind = option.get("type")
+        if not isinstance(kind, str) or kind in types:
+            return None
+        extra = set(option) - {"type", "enum"}
+        if not extra <= _TYPE_KEYWORDS.get(kind, set()) or extra & set(merged):
+            return None
+        types.append(kind)
+        enum += option.get("enum", [])
+        merged.update({k: option[k] for k in extra})
+    if {"integer", "number"} <= set(types) and _NUMBER_KEYWORDS & set(merged):
+        return None  # every integer is a number: a bound of one option would reach the other
+    if enum:
+        merged["enum"] = enum + [None] * ("null" in types)
+    merged["type"] = types
+    return merged
+
+
+def _compact(schema: Any) -> Any:
+    """The schema without what the client's model does not need and what validates the same without it.
+
+    Dropped: titles, `default: null`, empty `items: {}`, `additionalProperties: true`, and the description of a
+    `$defs` model (the argument that holds it describes it). `anyOf` options of distinct types, such as
+    `[{type: integer}, {type: string}, {type: null}]`, become one `type` list.
+    """
     if isinstance(schema, list):
         return [_compact(x) for x in schema]
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "title" and not keep_title:
+        if key == "title" or (key == "default" and value is None) or (key == "items" and value == {}):
             continue
-        if key == "default" and value is None:
+        if key == "additionalProperties" and value is True:
             continue
-        if key in ("properties", "$defs") and isinstance(value, dict):
+        if key == "properties" and isinstance(value, dict):
             out[key] = {name: _compact(sub) for name, sub in value.items()}
+        elif key == "$defs" and isinstance(value, dict):
+            out[key] = {name: {k: v for k, v in _compact(sub).items() if k != "description"}
+                        for name, sub in value.items()}
         else:
             out[key] = _compact(value)
     options = out.get("anyOf")
-    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-        other = next(o for o in options if o != {"type": "null"})
-        if isinstance(other, dict) and isinstance(other.get("type"), str) and "$ref" not in other:
-            del out["anyOf"]
-            out.update({k: v for k, v in other.items() if k != "type"})
-            out["type"] = [other["type"], "null"]
+    merged = _merged_types(options) if isinstance(options, list) else None
+    if merged is not None and not set(merged) & (set(out) - {"anyOf"}):
+        del out["anyOf"]
+        out.update(merged)
+    return out
+
+
+def _refs(schema: Any) -> list[str]:
+    """The `$defs` names that `schema` refers to, once per reference."""
+    if isinstance(schema, list):
+        return [r for x in schema for r in _refs(x)]
+    if not isinstance(schema, dict):
+        return []
+    own = [schema["$ref"].rsplit("/", 1)[-1]] if isinstance(schema.get("$ref"), str) else []
+    return own + [r for key, value in schema.items() if key != "$ref" for r in _refs(value)]
+
+
+def _inline_defs(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with each `$defs` model used once written in place (its description dropped, as in `_compact`).
+
+    A model referred to twice, or one that refers to others, stays in `$defs`.
+    """
+    defs = dict(schema.get("$defs") or {})
+    body = {k: v for k, v in schema.items() if k != "$defs"}
+    counts: dict[str, int] = {}
+    for name in _refs([body, defs]):
+        counts[name] = counts.get(name, 0) + 1
+    once = {n: {k: v for k, v in d.items() if k != "description"} for n, d in defs.items()
+            if counts.get(n) == 1 and not _refs(d)}
+
+    def put(s: Any) -> Any:
+        if isinstance(s, list):
+            return [put(x) for x in s]
+        if not isinstance(s, dict):
+            return s
+        name = s["$ref"].rsplit("/", 1)[-1] if isinstance(s.get("$ref"), str) else None
+        if name in once and set(s) == {"$ref"}:
+            return once[name]
+        return {k: put(v) for k, v in s.items()}
+
+    out = put(body)
+    kept = {n: put(d) for n, d in defs.items() if n not in once}
+    if kept:
+        out["$defs"] = kept
     return out
 
 
@@ -339,17 +428,22 @@ class ArgumentsRejected(Exception):  # carries the worded argument error through
     """The worded validation error of a call's arguments."""
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def count_values(value: Any, limit: int) -> int:
     """JSON values in `value` (containers and leaves), counting stops once past `limit`."""
-    count = 0
+    if not isinstance(value, _CONTAINERS):
+        return 1
+    count = 1
     stack = [value]
     while stack and count <= limit:
         v = stack.pop()
-        count += 1
-        if isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, list | tuple):
-            stack.extend(v)
+        items = v.values() if isinstance(v, dict) else v
+        count += len(items)  # leaves are counted by their container's length; only containers are visited
+        for item in items:
+            if isinstance(item, _CONTAINERS):
+                stack.append(item)
     return count
 
 
@@ -393,18 +487,37 @@ class ResearchTool(Tool):
         return None
 
 
+# Stands in for the output schema of a tool returning a plain pydantic model: the SDK returns structured content
+# (validated against the model) only when a schema is set, and `ResearchTool` publishes none, so deriving the full
+# schema of every result at start-up (about a third of the time it takes to build the tools) would be wasted.
+_UNPUBLISHED_OUTPUT = {"type": "object"}
+
+
+def result_model(fn: Callable[..., Any]) -> type[BaseModel] | None:
+    """The pydantic model `fn` returns (an `InputRequiredResult` arm dropped), or None for any other return type."""
+    ret = typing.get_type_hints(fn).get("return")
+    arms = [a for a in typing.get_args(ret) if a is not InputRequiredResult] if typing.get_args(ret) else [ret]
+    model = arms[0] if len(arms) == 1 else None
+    if isinstance(model, type) and issubclass(model, BaseModel) and not issubclass(model, RootModel):
+        return model
+    return None
+
+
 def build_tool(spec: ToolSpec, llm_factory: LLMFactory) -> ResearchTool:
     """The MCP tool of `spec`, with a strict, compact input schema."""
-    tool = ResearchTool.from_function(adapt(spec, llm_factory), name=spec.name, title=spec.title,
-                                      annotations=annotations_for(spec))
+    fn = adapt(spec, llm_factory)
+    model = result_model(fn)
+    tool = ResearchTool.from_function(fn, name=spec.name, title=spec.title, annotations=annotations_for(spec),
+                                      structured_output=False if model is not None else None)
     meta = tool.fn_metadata
-    base = meta.arg_model
-    strict = type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-                                           "__module__": base.__module__})
-    schema = _compact(strict.model_json_schema(by_alias=True))
+    if model is not None:
+        meta = FuncMetadata(arg_model=meta.arg_model, output_schema=_UNPUBLISHED_OUTPUT, output_model=model)
+    # Unknown top-level arguments are refused by `ResearchTool.run` before validation, so the SDK's argument model
+    # and the schema it derived serve as they are: a stricter model copy would cost a second schema build per tool.
+    schema = _compact(_inline_defs(tool.parameters))
     schema["additionalProperties"] = False
     tool.parameters = schema
-    tool.fn_metadata = ArgumentsModel(arg_model=strict, output_schema=meta.output_schema,
+    tool.fn_metadata = ArgumentsModel(arg_model=meta.arg_model, output_schema=meta.output_schema,
                                       output_model=meta.output_model, wrap_output=meta.wrap_output,
                                       tool_name=spec.name, tool_schema=schema)
     return tool
@@ -463,7 +576,7 @@ def adapt(spec: ToolSpec, llm_factory: LLMFactory) -> Callable[..., Any]:
     call.__name__ = fn.__name__
     call.__qualname__ = fn.__qualname__
     doc = inspect.getdoc(fn) or ""
-    call.__doc__ = "\n\n".join(filter(None, [doc, bounds_text(fn.__name__.split("_")[0], doc)]))
+    call.__doc__ = described_with_bounds(fn.__name__.split("_")[0], doc)
     returns = hints.get("return", sig.return_annotation)
     if wants["llm"] and is_async:  # the client's model may be lent in InputRequiredResult rounds
         returns = returns | InputRequiredResult
@@ -527,6 +640,22 @@ def bounds_text(family: str, doc: str | None = None) -> str:
     if not items:
         return ""
     return f"Bounds (RESEARCH_MCP_{family.upper()}__<NAME>): {', '.join(items)}."
+
+
+_BOUNDED_BY = re.compile(r"\s*Bounded by ([\w\s,/]+)\.$")
+
+
+def described_with_bounds(family: str, doc: str) -> str:
+    """`doc` with each paragraph on one line, and the line of the bounds it names; a closing "Bounded by max_a and
+    max_b." gives way to that line, which names the same bounds with their values."""
+    doc = "\n\n".join(" ".join(p.split()) for p in doc.split("\n\n"))
+    line = bounds_text(family, doc)
+    if not line:
+        return doc
+    closing = _BOUNDED_BY.search(doc)
+    if closing and all(f"{name}=" in line for name in re.findall(r"\b(?:max|min)_\w+", closing.group(1))):
+        doc = doc[: closing.start()]
+    return f"{doc}\n\n{line}" if doc else line
 
 
 async def _call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context, wants_progress: bool,

@@ -137,3 +137,18 @@ def test_call_behaviour_counts_unknown_tools_and_schema_invalid_arguments():
              Call("eo_make_coffee", {"cups": 2})]  # no such tool
     got = call_behaviour(calls, {"eo_spectral_index"}, {"eo_spectral_index": schema})
     assert got == {"calls": 4, "known_calls": 3, "valid_calls": 1}
+
+
+def test_the_cli_with_no_endpoint_runs_the_suite_on_the_oracle(tmp_path: Path, monkeypatch):
+    # a fresh clone: no endpoint configured and no policy named; the CLI must run, not ask for a file
+    from evals.agents.run import QUICK_TASKS
+    from server.cli import main as cli
+    from tools.settings import reload_settings
+
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "RESEARCH_MCP_LLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    reload_settings()
+    task = sorted(QUICK_TASKS)[0]
+    assert cli(["eval", "agents", "--tasks", task, "--styles", "goal", "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert [r["task"] for r in rows] == [task] and float(rows[0]["accuracy"]) == 1.0

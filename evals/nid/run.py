@@ -33,11 +33,18 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="a seconds-long smoke run (tiny model, few NIDs)")
     ap.add_argument("--bench", action="store_true", help="only the scoring benchmark: batched vs per-string loop on "
                     "the byte LM and on the embedded Gemma 3 270M (evals/nid/bench.py)")
+    ap.add_argument("--real", action="store_true", help="real-model mode: LoRA fine-tunes of the embedded Gemma 3 "
+                    "270M on real git-log / serialVersionUID / MD5 records, with and without DP-SGD, audited "
+                    "(evals/nid/real.py)")
+    ap.add_argument("--seeds", type=int, default=5, help="--real: seeds (each: a member split, a no-DP and a DP run)")
+    ap.add_argument("--records", type=int, default=6, help="--real: records per corpus (members + non-members)")
+    ap.add_argument("--steps", type=int, default=20, help="--real: LoRA steps per run")
+    ap.add_argument("--lr", type=float, default=2e-2, help="--real: LoRA learning rate")
     ap.add_argument("--out", type=Path, default=None, help="output folder (default: <output dir>/eval_nid)")
     ap.add_argument("--per-dataset", type=int, default=48, help="NIDs per data set (members + non-members)")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--d-model", type=int, default=64)
-    ap.add_argument("--gids", type=int, default=15, help="GIDs per NID")
+    ap.add_argument("--gids", type=int, default=None, help="GIDs per NID (default 15; 5 with --real)")
     ap.add_argument("--dp-runs", type=int, default=5)
     ap.add_argument("--dp-epsilon", type=float, default=4.0, help="target eps of DP-SGD (add/remove one)")
     ap.add_argument("--dp-epochs", type=int, default=15)
@@ -45,7 +52,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
-    if a.quick:
+    if a.gids is None:
+        a.gids = 5 if a.real else 15
+    if a.quick and not a.real:
         a.per_dataset, a.epochs, a.d_model, a.gids, a.dp_runs, a.dp_epochs = 4, 2, 16, 7, 1, 1
     return a
 
@@ -89,6 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         from evals.nid.bench import bench
 
         bench(out, threads=max(a.threads, 2))
+        return 0
+    if a.real:
+        import os
+
+        from evals.nid.real import RealConfig, run_real
+
+        rc = RealConfig(per_dataset=a.records, gids=a.gids, seeds=a.seeds, steps=a.steps,
+                        lr=a.lr, alpha=a.alpha, seed=a.seed, threads=max(a.threads, os.cpu_count() or 1))
+        if a.quick:
+            rc.per_dataset, rc.gids, rc.seeds, rc.steps = 4, 3, 1, 2
+        run_real(a.out or (output_dir() / "eval_nid_real"), rc, log=lambda m: print(m, flush=True))
         return 0
     torch.set_num_threads(a.threads)
     out.mkdir(parents=True, exist_ok=True)

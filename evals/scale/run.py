@@ -5,7 +5,10 @@ enumerated) and `eo_index_timeseries` over generated Sentinel-2 STAC items. Each
 fresh subprocess (no feature cache or page cache advantage carried over from another run), with its
 cluster started and the model loaded before the clock starts. Peak memory is each process's maximum
 resident set (getrusage): the caller, and every worker. The outputs of the three paths are compared:
-the same top hits and the same Parquet of scores; the same series and trend rasters.
+the same top hits and the same Parquet of scores; the same series and trend rasters. Beside them: the CPU
+seconds of the caller (its serial share: reading the file, merging, writing Parquet) and of each worker,
+and the 1-minute load average before and after each run (other work on the machine slows every path).
+Results: evals/scale/results/scale_full.{json,csv,md}.
 
     python -m evals.scale            # 100,000 molecules, 24 items of 384 x 384
     python -m evals.scale --quick    # 600 molecules, 20 items of 48 x 48, all in one process (the test)
@@ -23,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from evals.scale.perf import perf_rows  # noqa: F401  (the DTI rows of `research-mcp eval perf`)
+
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results"
 CONFIGS = (("single process", 0), ("1 worker", 1), ("2 workers", 2))
@@ -39,6 +44,11 @@ def _peak_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_s() -> float:
+    """CPU seconds this process has used (user + system), read in the caller and in each worker."""
+    return time.process_time()
 
 
 def _target() -> str:
@@ -79,6 +89,9 @@ def _one(job: str, workers: int, path: str) -> dict:
             from tools.dti.registry import load_model
 
             load_model("default")
+    client = execution.get_client() if workers else None
+    worker_cpu0 = client.run(_cpu_s) if client else {}
+    load0, cpu0 = os.getloadavg()[0], _cpu_s()
     t = time.perf_counter()
     if job == "dti":
         from tools.dti.scoring import dti_screen
@@ -93,6 +106,13 @@ def _one(job: str, workers: int, path: str) -> dict:
         out = {"items": r.items, "pixels": r.width * r.height, "windows": r.windows,
                "series": [s.model_dump() for s in r.series], "trends_tif": r.trends_tif}
     out["seconds"] = time.perf_counter() - t
+    out["caller_cpu_s"] = _cpu_s() - cpu0
+    out["load_1min"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    if client:
+        used = client.run(_cpu_s)
+        out["worker_cpu_s"] = sorted(used[w] - worker_cpu0.get(w, 0.0) for w in used)
+    else:
+        out["worker_cpu_s"] = []
     if workers:
         worker_peaks = sorted(execution.get_client().run(_peak_mb).values())
         if not os.environ.get("SCALE_KEEP_CLUSTER"):
@@ -182,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                              "per_second": round(units / r["seconds"], 1),
                              "caller_peak_mb": round(r["caller_peak_mb"]),
                              "worker_peak_mb": [round(x) for x in r["worker_peak_mb"]],
+                             "caller_cpu_s": round(r["caller_cpu_s"], 1),
+                             "worker_cpu_s": [round(x, 1) for x in r["worker_cpu_s"]],
+                             "load_1min_before_after": r["load_1min"],
                              "identical_to_single_process": identical})
     _print(rows, n_mol)
     if args.quick:
@@ -193,8 +216,28 @@ def main(argv: list[str] | None = None) -> int:
         target = RESULTS / "scale_full.json"
     meta = {"cpus": os.cpu_count(), "molecules": n_mol, "items": n_items, "size": size}
     target.write_text(json.dumps(meta | {"rows": rows}, indent=2) + "\n")
+    _write_tables(rows, target.with_suffix(""))
     print(f"results: {target}")
     return 0 if all(r["identical_to_single_process"] for r in rows) else 1
+
+
+def _write_tables(rows: list[dict], stem: Path) -> None:
+    """The rows as CSV and as a Markdown table beside the JSON, with the 1 -> 2 worker ratios."""
+    cols = ["job", "path", "units", "seconds", "per_second", "caller_peak_mb", "worker_peak_mb", "caller_cpu_s",
+            "worker_cpu_s", "load_1min_before_after", "identical_to_single_process"]
+    flat = [{c: "/".join(map(str, r[c])) if isinstance(r[c], list) else r[c] for c in cols} for r in rows]
+    with open(stem.with_suffix(".csv"), "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        w.writerows(flat)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in flat]
+    for job in sorted({r["job"] for r in rows}):
+        by = {r["path"]: r for r in rows if r["job"] == job}
+        lines.append(f"\n{job}: 2 workers / 1 worker = {by['1 worker']['seconds'] / by['2 workers']['seconds']:.2f}x "
+                     f"throughput; single process / 2 workers = "
+                     f"{by['single process']['seconds'] / by['2 workers']['seconds']:.2f}x")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 def _print(rows: list[dict], n_mol: int) -> None:

@@ -69,21 +69,23 @@ class BoostedTrees:
         )
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
-        """Raw scores (log-odds) of rows `x` (n, n_features)."""
-        x = np.asarray(x, dtype=np.float64)
-        rows = np.arange(len(x))
+        """Raw scores (log-odds) of rows `x` (n, n_features). Every tree descends at once, one level a step;
+        the leaf values are added tree by tree, in order."""
+        x = np.asarray(x)
+        if x.dtype not in (np.float32, np.float64):
+            x = x.astype(np.float64)
+        node = np.repeat(self.roots.astype(np.int64)[:, None], len(x), axis=1)  # (trees, rows)
+        while True:
+            tree, row = np.nonzero(~self.is_leaf[node])
+            if not len(tree):
+                break
+            nl = node[tree, row]
+            v = x[row, self.feature[nl]].astype(np.float64)
+            go_left = np.where(np.isnan(v), self.missing_left[nl], v <= self.threshold[nl])
+            node[tree, row] = np.where(go_left, self.left[nl], self.right[nl])
         out = np.full(len(x), self.baseline)
-        for root in self.roots:
-            node = np.full(len(x), root, dtype=np.int64)
-            while True:
-                live = ~self.is_leaf[node]
-                if not live.any():
-                    break
-                nl = node[live]
-                v = x[rows[live], self.feature[nl]]
-                go_left = np.where(np.isnan(v), self.missing_left[nl], v <= self.threshold[nl])
-                node[live] = np.where(go_left, self.left[nl], self.right[nl])
-            out += self.value[node]
+        for leaf in self.value[node]:
+            out += leaf
         return out
 
     def predict_proba(self, x: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(dti_featurize, title="Fingerprints, descriptors and protein features", read_only=False, heavy=True),
     ToolSpec(dti_score, title="Score drug-target pairs", read_only=False, heavy=True),
     ToolSpec(dti_screen, title="Screen a molecule library against a target", read_only=False, heavy=True),
-    ToolSpec(dti_explain, title="Explain a drug-target score (atoms, fingerprint bits)", read_only=False, heavy=True),
+    ToolSpec(dti_explain, title="Explain a drug-target score", read_only=False, heavy=True),
     ToolSpec(dti_train, title="Train a DTI model on your pairs", read_only=False, idempotent=False, heavy=True),
     ToolSpec(dti_model_card, title="DTI model card", read_only=True),
 ]

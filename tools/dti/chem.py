@@ -64,15 +64,8 @@ def _quiet_rdkit() -> None:
     RDLogger.DisableLog("rdApp.*")
 
 
-@functools.cache
-def _organic_query() -> Any:
-    from rdkit import Chem
-
-    return Chem.MolFromSmarts("[" + ",".join(f"#{z}" for z in sorted(ORGANIC_ELEMENTS)) + "]")
-
-
 def _is_organic(mol: Any) -> bool:
-    return mol.HasSubstructMatch(_organic_query())
+    return any(atom.GetAtomicNum() in ORGANIC_ELEMENTS for atom in mol.GetAtoms())
 
 
 @functools.lru_cache(maxsize=100_000)

@@ -6,6 +6,12 @@ Each task returns its rows (written in order to one Parquet file of full scores)
 molecules; merging the partitions' top-k lists gives the exact global top-k, because a molecule among
 the k best overall is among the k best of the partition where it scores highest. Molecules are grouped
 by InChIKey (of the kept fragment), so one molecule written two ways is one hit carrying every input id.
+
+InChI is the slowest step per molecule (slower than parsing, fingerprints and the model together), so it
+is computed only where a key is needed: for a partition's molecules in score order until it has its k
+best distinct keys, and, once the hits are known, for the records that could share a hit's key. Records
+with one InChI have the same heavy atoms (InChI keeps every heavy atom; it moves hydrogens and charges),
+so only records whose molecular formula has a hit's heavy atoms are checked.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import gzip
 import heapq
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +51,7 @@ PARQUET_SCHEMA_FIELDS = (
     ("id", "string"),
     ("input", "string"),
     ("smiles", "string"),
-    ("inchikey", "string"),
+    ("formula", "string"),
     ("score", "float64"),
     ("note", "string"),
     ("error", "string"),
@@ -147,6 +154,7 @@ class Candidate:
     id: str
     smiles: str
     inchikey: str | None
+    formula: str
     note: str | None
 
     def order(self) -> tuple[float, int]:
@@ -161,7 +169,7 @@ class ScreenPart:
     ids: list[str]
     inputs: list[str]
     smiles: list[str | None]
-    inchikeys: list[str | None]
+    formulas: list[str | None]
     scores: np.ndarray
     notes: list[str | None]
     errors: list[str | None]
@@ -181,24 +189,41 @@ def group_key(inchikey: str | None, smiles: str) -> str:
     return inchikey or f"smiles:{smiles}"
 
 
+def inchikey_of(smiles: str) -> str | None:
+    """The standard InChIKey of a canonical SMILES (stereo perceived as in that SMILES), None where InChI fails."""
+    from rdkit import Chem
+
+    mol = Chem.MolFromSmiles(smiles)
+    return (Chem.MolToInchiKey(mol) if mol is not None else "") or None
+
+
+_HYDROGEN_AND_CHARGE = re.compile(r"H\d*|[+-]\d*$")  # RE2 reads it as Python does (pyarrow in `ids_of`)
+
+
+def heavy_formula(formula: str) -> str:
+    """A molecular formula (RDKit's Hill formula) without its hydrogens and charge: equal for any two
+    molecules of one InChI. (It also drops the H of Hg, He, Hf, Ho and Hs alike on both sides.)"""
+    return _HYDROGEN_AND_CHARGE.sub("", formula)
+
+
 def screen_partition(task: ScreenTask) -> ScreenPart:
     """Parse, featurize and score one partition against the target, on one thread (so any process gives
     the same bits); rejected rows keep their reason."""
     import torch
-    from rdkit import Chem
+    from rdkit.Chem.rdMolDescriptors import CalcMolFormula
     from threadpoolctl import threadpool_limits
 
     from tools.dti.chem import sanitize_smiles
-    from tools.dti.features import drug_features_from_mol, stack_drugs
+    from tools.dti.features import drug_table
     from tools.dti.registry import load_model
     from tools.dti.train import _inputs, blend_block, library_neighbourhood
 
     n = len(task.records)
     smiles: list[str | None] = [None] * n
-    keys: list[str | None] = [None] * n
+    formulas: list[str | None] = [None] * n
     notes: list[str | None] = [None] * n
     errors: list[str | None] = [None] * n
-    feats, good = [], []
+    mols, good = [], []
     for j, (_row, _rid, text, err) in enumerate(task.records):
         if err:
             errors[j] = err
@@ -208,44 +233,54 @@ def screen_partition(task: ScreenTask) -> ScreenPart:
         except ResearchError as exc:
             errors[j] = str(exc)
             continue
-        smiles[j], notes[j] = parsed.smiles, parsed.note
-        canonical = Chem.MolFromSmiles(parsed.smiles)  # stereo perceived as in the SMILES that is scored
-        keys[j] = (Chem.MolToInchiKey(canonical) if canonical is not None else "") or None
-        feats.append(drug_features_from_mol(mol, parsed.smiles))
+        smiles[j], notes[j], formulas[j] = parsed.smiles, parsed.note, CalcMolFormula(mol)
+        mols.append(mol)
         good.append(j)
     scores = np.full(n, np.nan)
     if good:
         net, _ = load_model(task.model)
         threads = torch.get_num_threads()
+        kept = [smiles[j] for j in good]
         try:
             with torch.no_grad(), threadpool_limits(1):
                 torch.set_num_threads(1)
                 pvec = _target_vector(task.model, task.target)
-                table = stack_drugs(feats)
+                table = drug_table(mols, kept)
+                del mols
                 dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
-                nbr = library_neighbourhood(net, table["ecfp"], [f.smiles for f in feats], task.target)
+                nbr = library_neighbourhood(net, table["ecfp"], kept, task.target)
                 logit = net.interaction_logit(dvec, pvec.expand(len(good), -1), nbr)
                 scores[np.array(good)] = blend_block(net, logit, table, task.target, nbr)
         finally:
             torch.set_num_threads(threads)
     part = ScreenPart([r[0] for r in task.records], [r[1] for r in task.records], [r[2] for r in task.records],
-                      smiles, keys, scores, notes, errors)
+                      smiles, formulas, scores, notes, errors)
     part.top = partition_top(part, task.top_k)
     return part
 
 
 def partition_top(part: ScreenPart, k: int) -> list[Candidate]:
-    """The best occurrence of each molecule of a partition, the `k` best molecules first."""
+    """The best occurrence of each molecule of a partition, the `k` best molecules first. Records are taken
+    best first (ties: the earlier row), so the first record of a key is its best; InChIKeys are computed
+    until `k` distinct keys are found."""
+    ok = np.flatnonzero(np.isfinite(part.scores))
+    order = ok[np.lexsort((np.asarray(part.rows)[ok], -part.scores[ok]))]
     best: dict[str, Candidate] = {}
-    for j in np.flatnonzero(np.isfinite(part.scores)):
+    seen: set[str] = set()
+    for j in order:
+        if len(best) >= k:
+            break
         smi = part.smiles[j]
         assert smi is not None
-        c = Candidate(float(part.scores[j]), part.rows[j], group_key(part.inchikeys[j], smi), part.ids[j], smi,
-                      part.inchikeys[j], part.notes[j])
-        old = best.get(c.key)
-        if old is None or c.order() < old.order():
-            best[c.key] = c
-    return heapq.nsmallest(k, best.values(), key=Candidate.order)
+        if smi in seen:  # a worse record of a canonical SMILES already taken: the same key
+            continue
+        seen.add(smi)
+        inchikey = inchikey_of(smi)
+        key = group_key(inchikey, smi)
+        if key not in best:
+            best[key] = Candidate(float(part.scores[j]), part.rows[j], key, part.ids[j], smi, inchikey,
+                                  part.formulas[j] or "", part.notes[j])
+    return list(best.values())
 
 
 class TopK:
@@ -285,7 +320,7 @@ def _arrow_table(part: ScreenPart) -> Any:
     import pyarrow as pa
 
     scores = [None if not math.isfinite(x) else float(x) for x in part.scores]
-    cols = [part.rows, part.ids, part.inputs, part.smiles, part.inchikeys, scores, part.notes, part.errors]
+    cols = [part.rows, part.ids, part.inputs, part.smiles, part.formulas, scores, part.notes, part.errors]
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in PARQUET_SCHEMA_FIELDS])
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
@@ -333,31 +368,36 @@ def screen_library(path: Path, target: str, model: str, top_k: int, scores_path:
     if not rejected:
         rejected_path.unlink()
     ranked = top.ranked()
-    ids = ids_of(scores_path, {c.key for c in ranked})
+    ids = ids_of(scores_path, ranked)
     return ScreenSummary(records, scored, rejected, n_parts, [(c, ids[c.key]) for c in ranked], scores_path,
                          rejected_path if rejected else None)
 
 
-def ids_of(scores_path: Path, keys: set[str]) -> dict[str, list[str]]:
-    """Every input id of the molecules `keys` (group keys), in row order, read back from the scores file."""
+def ids_of(scores_path: Path, hits: list[Candidate]) -> dict[str, list[str]]:
+    """Every input id of the molecules of `hits` (by group key), in row order, read back from the scores
+    file: the records whose heavy atoms match a hit's, whose InChIKeys are then computed (once per SMILES)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    out: dict[str, list[str]] = {k: [] for k in keys}
-    if not keys:
+    out: dict[str, list[str]] = {c.key: [] for c in hits}
+    if not hits:
         return out
-    inchikeys = [k for k in keys if not k.startswith("smiles:")]
-    smiles = [k.removeprefix("smiles:") for k in keys if k.startswith("smiles:")]
-    for batch in pq.ParquetFile(scores_path).iter_batches(columns=["id", "smiles", "inchikey"], batch_size=65536):
-        hit = pc.or_(pc.fill_null(pc.is_in(batch.column("inchikey"), value_set=_pa_strings(inchikeys)), False),
-                     pc.fill_null(pc.and_(pc.is_null(batch.column("inchikey")),
-                                          pc.is_in(batch.column("smiles"), value_set=_pa_strings(smiles))), False))
+    key_of: dict[str, str | None] = {c.smiles: c.inchikey for c in hits}
+    heavy = _pa_strings(sorted({heavy_formula(c.formula) for c in hits if c.inchikey}))
+    by_smiles = _pa_strings([c.smiles for c in hits if not c.inchikey])
+    for batch in pq.ParquetFile(scores_path).iter_batches(columns=["id", "smiles", "formula"], batch_size=65536):
+        formula = pc.replace_substring_regex(batch.column("formula"), _HYDROGEN_AND_CHARGE.pattern, "")
+        hit = pc.or_(pc.fill_null(pc.is_in(formula, value_set=heavy), False),
+                     pc.fill_null(pc.is_in(batch.column("smiles"), value_set=by_smiles), False))
         if not pc.any(hit).as_py():
             continue
         sel = batch.filter(hit)
-        for rid, smi, key in zip(sel.column("id").to_pylist(), sel.column("smiles").to_pylist(),
-                                 sel.column("inchikey").to_pylist(), strict=True):
-            out[group_key(key, smi)].append(rid)
+        for rid, smi in zip(sel.column("id").to_pylist(), sel.column("smiles").to_pylist(), strict=True):
+            if smi not in key_of:
+                key_of[smi] = inchikey_of(smi)
+            key = group_key(key_of[smi], smi)
+            if key in out:
+                out[key].append(rid)
     return out
 
 

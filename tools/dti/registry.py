@@ -23,10 +23,7 @@ SHIPPED = {
     "human_random": "gram_dti_human_random.pt",
     "biosnap_cluster": "gram_dti_biosnap_cluster.pt",
 }
-SHIPPED_HELP = (
-    "'default' (trained on the union of all training files), 'human_cold' (DrugBAN Human cold train), "
-    "'human_random' (DrugBAN Human random train), 'biosnap_cluster' (DrugBAN BioSNAP cluster target_train)"
-)
+SHIPPED_HELP = "default (all training files), human_cold, human_random, biosnap_cluster (DrugBAN splits)"
 
 
 def card_path(name: str) -> Path:

@@ -20,8 +20,7 @@ from tools.settings import get_settings
 ModelName = Annotated[
     str,
     Field(
-        description=f"Model name: a shipped model, {SHIPPED_HELP}, or one trained with dti_train "
-        "(dti_model_card lists them, with their training files and overlap warnings)."
+        description=f"{SHIPPED_HELP} or a dti_train model."
     ),
 ]
 
@@ -63,23 +62,14 @@ class ValidateResult(BaseModel):
 
 
 def dti_validate(
-    smiles: Annotated[list[str] | None, Field(description="SMILES strings to check.")] = None,
-    proteins: Annotated[list[str] | None, Field(description="Protein sequences (one-letter codes) to check.")] = None,
-    path: Annotated[
-        str | None,
-        Field(
-            description="A molecule file (.sdf, .csv with a SMILES column, .smi) to check; sample://dti/... URIs work."
-        ),
-    ] = None,
+    smiles: list[str] | None = None,
+    proteins: Annotated[list[str] | None, Field(description="One-letter sequences.")] = None,
+    path: Annotated[str | None, Field(description="Molecule file (.sdf, .smi, .csv with SMILES) or sample://.")]
+    = None,
 ) -> ValidateResult:
     """Check molecules and protein sequences before scoring: parse, sanitize, strip salts, bound sizes.
 
-    Use it to see which inputs dti_score / dti_screen would reject and why. Each SMILES is parsed and
-    sanitized with RDKit; hydrate water is removed, mixtures and salts keep their largest organic
-    fragment, inorganic compounds (metal ions, inorganic salts) are kept whole and flagged (all in
-    `note`). Sequences use the 20 standard amino-acid letters plus X; U -> C, O -> K and B/Z/J -> X are
-    mapped (noted). Returns per-item results (inline up to max_inline_rows, all rows in report_csv
-    when longer).
+    Says what dti_score / dti_screen would reject or change (all rows in report_csv past max_inline_rows).
     """
     items: list[str] = list(smiles or [])
     rows = list(range(len(items)))
@@ -163,31 +153,19 @@ class FeaturizeResult(BaseModel):
 
 
 def dti_featurize(
-    smiles: Annotated[list[str] | None, Field(description="SMILES strings.")] = None,
-    path: Annotated[str | None, Field(description="Molecule file (.sdf, .csv, .smi) or sample:// URI.")] = None,
-    drug_feature: Annotated[
-        DrugFeatureKind,
-        Field(
-            description="Drug feature: Morgan ECFP4/ECFP6/FCFP4, MACCS, "
-            "atom pair, torsion, RDKit path, descriptors, SMILES tokens."
-        ),
-    ] = "ecfp4",
-    n_bits: Annotated[int, Field(ge=64, le=8192, description="Fingerprint length for hashed fingerprints.")] = 2048,
-    proteins: Annotated[list[str] | None, Field(description="Protein sequences.")] = None,
+    smiles: list[str] | None = None,
+    path: Annotated[str | None, Field(description="Molecule file (.sdf, .csv, .smi) or sample://.")] = None,
+    drug_feature: DrugFeatureKind = "ecfp4",
+    n_bits: Annotated[int, Field(ge=64, le=8192, description="Length of hashed fingerprints.")] = 2048,
+    proteins: list[str] | None = None,
     protein_feature: Annotated[
         ProteinFeatureKind,
-        Field(
-            description="Protein feature: amino-acid composition (20), "
-            "dipeptide (400), CTD (147), composition = all three (567), "
-            "or residue tokens."
-        ),
+        Field(description="aac (20), dipeptide (400), ctd (147), composition: all three (567), or tokens."),
     ] = "composition",
 ) -> FeaturizeResult:
-    """Compute molecular fingerprints/descriptors and protein sequence features, written as CSV files.
+    """Compute molecular fingerprints/descriptors and protein sequence features as CSV files.
 
-    Use it to export the model's input features or classical fingerprints for other tools. Molecules
-    are sanitized first (salts stripped); invalid items are listed in `errors` and skipped. Returns
-    the CSV paths, dimensions and a small preview; features are never inlined in bulk.
+    Returns the paths, dimensions, a preview and the rejected items.
     """
     import numpy as np
 
@@ -268,9 +246,9 @@ def dti_featurize(
 
 
 class PairIn(BaseModel):
-    smiles: str = Field(description="Drug SMILES.")
-    protein: str = Field(description="Target protein sequence (one-letter codes).")
-    id: str | None = Field(None, description="Optional pair id echoed back.")
+    smiles: str
+    protein: str
+    id: str | None = Field(None, description="Echoed back.")
 
 
 class PairScore(BaseModel):
@@ -296,20 +274,15 @@ class ScoreResult(BaseModel):
 
 
 def dti_score(
-    pairs: Annotated[list[PairIn] | None, Field(description="Drug-target pairs to score.")] = None,
-    path: Annotated[str | None, Field(description="CSV/TSV with columns SMILES and Protein (id optional).")] = None,
+    pairs: list[PairIn] | None = None,
+    path: Annotated[str | None, Field(description="Or a CSV/TSV with columns SMILES, Protein (and id).")] = None,
     model: ModelName = DEFAULT_MODEL,
     progress: Progress | None = None,
 ) -> ScoreResult:
     """Score drug-target pairs with the multimodal GRAM-aligned model: interaction probability per pair.
 
-    Use it for a handful to many pairs (batched; each distinct drug and protein is encoded once). A pair
-    found among the model's training pairs is scored with itself left out of its neighbourhood, so the
-    score is a prediction, not a lookup of the known label. Pick the model whose training pairs exclude
-    the ones you want predicted (`model`; dti_model_card states each one's training files and overlap).
-    Metal ions and inorganic compounds are scored with a note; U/O/B/Z/J residues are mapped (noted).
-    Bad rows (invalid SMILES, non-protein sequence) are reported with their reason and the rest are
-    still scored. Returns scores inline up to max_inline_rows and a CSV of all rows for larger inputs.
+    Pick a `model` trained without your pairs. Bad rows get a reason. Scores inline up to max_inline_rows, all in a
+    CSV.
     """
     import numpy as np
 
@@ -390,7 +363,8 @@ class ScreenResult(BaseModel):
     hits_csv: str = Field(description="CSV of the top_k hits: rank, id, ids, smiles, inchikey, score, note.")
     hits_sdf: str | None = Field(None, description="SDF of the top_k hits with score properties (if asked).")
     scores_parquet: str = Field(
-        description="Parquet of every record: row, id, input, smiles, inchikey, score (null if rejected), note, error."
+        description="Parquet of every record: row, id, input, smiles, formula, score (null if rejected), note, error "
+        "(InChIKeys are computed for the hits only: see hits_csv)."
     )
     rejected_csv: str | None = Field(None, description="CSV of the rejected records with reasons.")
     partitions: int = Field(description="Partitions the library was streamed in (one Dask task each).")
@@ -400,27 +374,18 @@ class ScreenResult(BaseModel):
 
 
 def dti_screen(
-    target: Annotated[str, Field(description="Target protein sequence (one-letter codes).")],
-    library: Annotated[
-        str,
-        Field(
-            description="Molecule library: .smi/.csv/.tsv/.sdf (gz allowed) or .parquet (a SMILES column) path, "
-            "or a sample:// URI, e.g. sample://dti/screening_library.smi."
-        ),
-    ],
-    top_k: Annotated[int, Field(ge=1, description="How many top-ranked hits to write.")] = 100,
+    target: Annotated[str, Field(description="Protein sequence.")],
+    library: Annotated[str, Field(description=".smi/.csv/.tsv/.sdf (gz too) or .parquet, e.g. "
+                                  "sample://dti/screening_library.smi.")],
+    top_k: Annotated[int, Field(ge=1)] = 100,
     model: ModelName = DEFAULT_MODEL,
-    write_sdf: Annotated[bool, Field(description="Also write the hits as SDF.")] = True,
+    write_sdf: bool = True,
     progress: Progress | None = None,
 ) -> ScreenResult:
-    """Screen a molecule library of any size against one target: score every molecule, rank, write the top-k.
+    """Screen a molecule library of any size against one target on Dask: score, rank, write the top-k.
 
-    Use it for virtual screening. The library is streamed in partitions (never read whole), each
-    partition featurized and scored as one Dask task (an embedded local cluster, or the one named by
-    RESEARCH_MCP_DASK_SCHEDULER); the top-k is merged exactly. The same molecule written two ways
-    (same InChIKey) is one hit listing every input id. Every record's score goes to a Parquet file,
-    rejected records to a CSV with reasons. Returns the top hits inline (<= 20) and the file paths;
-    bounded by max_screen_rows.
+    Returns the top 20 (one hit per InChIKey), hits CSV/SDF, a Parquet of all scores and rejected records. Bounded
+    by max_screen_rows.
     """
     from tools.dti.library import library_kind, screen_library
     from tools.execution import will_distribute
@@ -495,19 +460,15 @@ class ExplainResult(BaseModel):
 
 
 def dti_explain(
-    smiles: Annotated[str, Field(description="Drug SMILES.")],
-    protein: Annotated[str, Field(description="Target protein sequence.")],
+    smiles: str,
+    protein: Annotated[str, Field(description="Protein sequence.")],
     model: ModelName = DEFAULT_MODEL,
-    top_bits: Annotated[int, Field(ge=1, le=100, description="How many bits to list.")] = 10,
-    draw: Annotated[bool, Field(description="Write an SVG of the molecule coloured by atom contribution.")] = True,
+    top_bits: Annotated[int, Field(ge=1, le=100)] = 10,
+    draw: Annotated[bool, Field(description="Also draw an SVG coloured by atom.")] = True,
 ) -> ExplainResult:
-    """Explain a drug-target score: which ECFP bits and atoms drive it (occlusion of fingerprint bits).
+    """Explain a drug-target score: the ECFP4 bits and atoms that drive it (bit occlusion).
 
-    Each on-bit of the model's ECFP4 input is switched off in turn with the other drug modalities held
-    fixed (the neighbourhood features, which compare fingerprints, are recomputed from the edited
-    bits, and the boosted member reads the edited bits too); the score drop is that bit's contribution,
-    mapped to atoms through the Morgan environments (centre atom and radius) that set it. Returns ranked
-    bits, per-atom weights and an SVG path.
+    Returns ranked bits, per-atom weights and an SVG.
     """
     import numpy as np
     import torch

@@ -44,15 +44,12 @@ class ModelCardResult(BaseModel):
 
 
 def dti_model_card(
-    model: Annotated[str, Field(description=f"A shipped model, {SHIPPED_HELP}, or one trained with dti_train.")] = (
-        DEFAULT_MODEL
-    ),
+    model: Annotated[str, Field(description=f"{SHIPPED_HELP} or a dti_train model.")] = DEFAULT_MODEL,
 ) -> ModelCardResult:
-    """Describe a DTI model: training files (rows, pairs, sha256), overlap warnings, held-out AUROC/AUPRC
-    with the overlap of each evaluation file, modalities, date, limitations.
+    """Describe a DTI model and list the available ones.
 
-    Use it before trusting scores from dti_score / dti_screen, to pick the shipped model whose training
-    pairs do not include the pairs you want to predict, or to list the available models.
+    Training files, overlap warnings, held-out AUROC/AUPRC, limitations: pick a model whose training pairs exclude
+    yours.
     """
     _, card = load_model(model)
     return ModelCardResult(card=ModelCard(**card), available_models=model_names())
@@ -75,49 +72,25 @@ def dti_train(
     path: Annotated[
         str,
         Field(
-            description="CSV/TSV with columns SMILES, Protein and Y (0/1); an activity column "
-            "(pIC50, pKi, activity...) is used as weak supervision where present."
+            description="CSV/TSV with columns SMILES, Protein and Y (0/1); pIC50/pKi/activity used if present."
         ),
     ],
-    name: Annotated[str, Field(description="Name for the new model (letters, digits, _ - .).")],
+    name: Annotated[str, Field(description="New model's name (letters, digits, _ - .).")],
     split: Annotated[
         Literal["random", "drug_cold", "target_cold"],
-        Field(description="How to hold out the test part: random pairs, unseen drugs or unseen targets."),
+        Field(description="Test part: random pairs, unseen drugs or unseen targets."),
     ] = "random",
-    test_fraction: Annotated[
-        float, Field(ge=0.0, le=0.5, description="Share held out for the test metrics (0 = none).")
-    ] = 0.2,
-    epochs: Annotated[int, Field(ge=1, description="Fine-tuning epochs.")] = 10,
-    pretrain_epochs: Annotated[
-        int,
-        Field(
-            ge=0,
-            le=50,
-            description="Optional GRAM-only pretraining epochs on the positives before supervised training "
-            "(the volume loss is always applied beside the supervised loss).",
-        ),
-    ] = 0,
-    members: Annotated[
-        int,
-        Field(
-            ge=1,
-            le=10,
-            description="Networks trained from consecutive seeds and averaged (more: steadier scores, "
-            "proportionally longer training).",
-        ),
-    ] = 3,
-    seed: Annotated[int, Field(description="Random seed.")] = 0,
+    test_fraction: Annotated[float, Field(ge=0.0, le=0.5)] = 0.2,
+    epochs: Annotated[int, Field(ge=1)] = 10,
+    pretrain_epochs: Annotated[int, Field(ge=0, le=50, description="GRAM-only epochs on the positives first.")] = 0,
+    members: Annotated[int, Field(ge=1, le=10, description="Networks averaged (steadier, slower).")] = 3,
+    seed: int = 0,
     progress: Progress | None = None,
 ) -> TrainResult:
     """Train a GRAM-DTI model on your own labelled pairs (long: reports progress, honours cancel).
 
-    Use it to adapt scoring to a target family or assay. Trains the multimodal encoders, gated fusion,
-    the known-interaction neighbourhood modality (from the training pairs, kept in the model) and the
-    interaction head on the labels with the GRAM volume loss as an auxiliary term and adaptive
-    modality dropout, as an ensemble of `members` networks, blended half and half with a gradient-boosted
-    member (ECFP4 bits, amino-acid composition, neighbourhood features); holds out a test part
-    (random, drug-cold or target-cold) and reports AUROC/AUPRC; saves the model under the output
-    folder for dti_score/dti_screen/dti_explain. Bounds: max_train_pairs, max_train_epochs.
+    Reports held-out AUROC/AUPRC; the model then serves dti_score / dti_screen / dti_explain. Bounded by
+    max_train_pairs and max_train_epochs.
     """
     import numpy as np
     from sklearn.metrics import average_precision_score, roc_auc_score

@@ -34,26 +34,22 @@ tr = Deferred("tools.eo.trends")
 
 SceneArg = Annotated[
     str | list[str],
-    Field(description="Scene folder, metadata file (MTL, MTD_MSIL*.xml, tileInfo.json, STAC item JSON) or list of "
-          "band files, inside the roots or sample:// (e.g. sample://eo/landsat8_c1_l1t)."),
+    Field(description="Scene folder, metadata file or band files, e.g. sample://eo/landsat8_c1_l1t."),
 ]
 ResolutionArg = Annotated[
     Literal["finest", "coarsest"] | float,
-    Field(description="Grid when band grids differ (Sentinel-2 10/20/60 m): 'finest' (bilinear), 'coarsest' "
-          "(area mean) or a pixel size in metres."),
+    Field(description="Grid if bands differ: finest, coarsest or metres."),
 ]
 ProductArg = Annotated[
     Literal["landsat-c1-l1", "landsat-c2-l1", "landsat-c2-l2", "sentinel-2-l1c", "sentinel-2-l2a"] | None,
-    Field(description="The product when the files cannot say (plain-named band files, no metadata); None: detect."),
+    Field(description="Default: detected."),
 ]
-RasterArg = Annotated[str, Field(
-    description="A GeoTIFF (or other GDAL raster) path inside the roots, or a sample:// URI.")]
-CogArg = Annotated[bool, Field(description="Write a Cloud-Optimized GeoTIFF (with overviews).")]
-QuicklookArg = Annotated[bool, Field(description="Also draw a PNG quicklook with a colorbar.")]
+RasterArg = Annotated[str, Field(description="GeoTIFF (any GDAL raster).")]
+CogArg = Annotated[bool, Field(description="Cloud-Optimized GeoTIFF.")]
+QuicklookArg = bool  # also draw a PNG
 MaskArg = Annotated[
     list[str] | None,
-    Field(description="QA classes set to nodata first, e.g. ['cloud', 'shadow', 'cirrus'] (eo_cloud_mask lists "
-          "them); QA fill is always masked."),
+    Field(description="QA classes to mask, as eo_cloud_mask's."),
 ]
 
 

@@ -24,6 +24,6 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(change.eo_change, "Change between dates", read_only=False, idempotent=False, heavy=True),
     ToolSpec(change.eo_trend, "Time-series trend", read_only=False, idempotent=False, heavy=True),
     ToolSpec(summaries.eo_quicklook, "Raster quicklook PNG", read_only=False, idempotent=False, heavy=True),
-    ToolSpec(timeseries.eo_index_timeseries, "Index time series and per-pixel trends over STAC items (Dask)",
+    ToolSpec(timeseries.eo_index_timeseries, "Index time series over STAC items (Dask)",
              read_only=False, idempotent=False, heavy=True),
 ]

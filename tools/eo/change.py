@@ -29,16 +29,14 @@ def _nbr_raster(path: str, progress: Progress | None) -> Path:
 
 
 def eo_burn_severity(
-    pre: Annotated[str, Field(description="Pre-fire NBR GeoTIFF, or a pre-fire scene (NBR computed).")],
-    post: Annotated[str, Field(description="Post-fire NBR GeoTIFF, or a post-fire scene (NBR computed).")],
+    pre: Annotated[str, Field(description="Pre-fire NBR GeoTIFF or scene.")],
+    post: Annotated[str, Field(description="Post-fire NBR GeoTIFF or scene.")],
     quicklook: QuicklookArg = True,
     progress: Progress | None = None,
 ) -> BurnResult:
-    """Burn severity from dNBR = NBR_pre - NBR_post, classed by the USGS FIREMON thresholds (Key & Benson 2006).
+    """Burn severity from dNBR = NBR_pre - NBR_post in the USGS FIREMON classes.
 
-    Classes: enhanced regrowth high (< -0.251) / low (< -0.101), unburned (< 0.099), low (< 0.269),
-    moderate-low (< 0.439), moderate-high (< 0.659), high severity. Returns the dNBR and class GeoTIFFs and
-    the area (m2) of each class. The post raster is resampled to the finer grid when grids differ.
+    Returns the dNBR and class GeoTIFFs and each class's area (m2).
     """
     from tools.eo.rasters import Reader, RunningStats, Writer, block_windows, close_all, common_grid, pixel_area_rows
 
@@ -78,23 +76,22 @@ def eo_burn_severity(
 
 
 def eo_change(
-    before: Annotated[str, Field(description="Raster of the earlier date (e.g. an NDVI GeoTIFF).")],
-    after: Annotated[str, Field(description="Raster of the later date, same CRS (another grid is resampled).")],
+    before: Annotated[str, Field(description="Raster of the earlier date, e.g. NDVI.")],
+    after: Annotated[str, Field(description="Raster of the later date, same CRS.")],
     method: Annotated[Literal["difference", "relative", "ratio"], Field(
-        description="difference: after - before; relative: (after - before)/|before|; ratio: after/before."),
+        description="after - before, (after - before)/|before|, or after/before."),
     ] = "difference",
-    threshold: Annotated[float | None, Field(description="Report the area where change > threshold (increase) and "
-                         "< -threshold (decrease); for ratio, > 1+threshold and < 1-threshold.")] = None,
+    threshold: Annotated[float | None, Field(description="Report the areas where change > threshold and < "
+                         "-threshold (ratio: 1 +/- threshold).")] = None,
     resampling: Annotated[Literal["nearest", "bilinear", "cubic", "average"], Field(
-        description="How to bring the coarser raster onto the finer grid.")] = "bilinear",
+        description="Onto the finer grid.")] = "bilinear",
     cog: CogArg = False,
     quicklook: QuicklookArg = True,
     progress: Progress | None = None,
 ) -> ChangeResult:
-    """Change map between two dates, resampling both rasters to the finer common grid when they differ
-    (e.g. 10 m vs 20 m bands); rasters in different CRSs are refused.
+    """Change map between two dates' rasters (same CRS; the finer grid is used).
 
-    Returns the change GeoTIFF, statistics and, with a threshold, the increase and decrease areas (m2).
+    Returns the GeoTIFF, statistics and, with a threshold, the increase and decrease areas.
     """
     from tools.eo.products import run_raster
     from tools.eo.rasters import Reader, close_all, common_grid, grid_of, pixel_area_rows, resolve_raster
@@ -138,20 +135,16 @@ def eo_change(
 
 
 def eo_trend(
-    rasters: Annotated[list[str], Field(description="One raster per date (same CRS; resampled to the finest grid).")],
-    dates: Annotated[list[str], Field(description="The rasters' dates: ISO dates ('2020-07-01') or decimal years.")],
-    alpha: Annotated[float, Field(gt=0, lt=1, description="Significance level for the Mann-Kendall test.")] = 0.05,
+    rasters: Annotated[list[str], Field(description="One raster per date, same CRS.")],
+    dates: Annotated[list[str], Field(description="ISO dates ('2020-07-01') or decimal years.")],
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05,
     region: Annotated[str | dict[str, Any] | None, Field(
-        description="GeoJSON polygon(s) (object, text or path; EPSG:4326 unless named) over which the area mean "
-        "is taken; None: the whole raster.")] = None,
+        description="GeoJSON polygon(s) for the area mean; default: the whole raster.")] = None,
     progress: Progress | None = None,
 ) -> TrendResult:
-    """Time-series trend per pixel and of the area mean: least-squares slope, Mann-Kendall test (with the tie
-    correction) and Sen's slope, in units per year.
+    """Trend per pixel and of the area mean over dated rasters: OLS and Sen's slope, Mann-Kendall.
 
-    Writes a 5-band GeoTIFF (sen_slope, ols_slope, mk_z, mk_p, mk_s); pixels with fewer than 3 valid dates are
-    nodata. Returns the area-mean series (whole raster or a region) and its trend. Bound:
-    RESEARCH_MCP_EO__MAX_DATES dates.
+    A 5-band GeoTIFF (per year), the mean series and its trend. Bounded by max_dates.
     """
     from tools.eo.rasters import Reader, RunningStats, Writer, block_windows, close_all, common_grid, resolve_raster
 

@@ -14,13 +14,11 @@ from tools.paths import SAMPLE_DIR, resolve_input
 
 def eo_list_scenes(
     folder: Annotated[str | None, Field(
-        description="Folder to search (4 levels deep); None: the bundled samples.")] = None,
+        description="Searched 4 levels deep; default: the bundled samples.")] = None,
 ) -> SceneList:
-    """List the Landsat and Sentinel-2 scenes found under a folder (the bundled samples by default).
+    """List the Landsat and Sentinel-2 scenes under a folder (the bundled samples by default).
 
-    Use it first to find scene paths for the other eo_ tools. Returns each scene's product, platform,
-    acquisition date and band keys; folders that look like scenes but cannot be read are listed under
-    problems with the reason. At most 100 scenes.
+    Use it first: path, product, platform, date and bands per scene (at most 100).
     """
     from tools.eo.scenes import find_scenes
 
@@ -38,11 +36,7 @@ def eo_list_scenes(
 
 
 def eo_describe_scene(scene: SceneArg, product: ProductArg = None) -> SceneDescription:
-    """Describe a scene: product level, platform, date, sun elevation, and every band with its common name and
-    spyndex symbol, size, resolution and CRS.
-
-    Use it to see which bands and indices a scene supports before computing. Reads headers only.
-    """
+    """Describe a scene: which bands and indices it supports. Reads headers only."""
     from tools.eo.products import qa_layer
     from tools.eo.rasters import open_raster
 
@@ -69,23 +63,19 @@ def eo_describe_scene(scene: SceneArg, product: ProductArg = None) -> SceneDescr
 
 
 def eo_list_indices(
-    query: Annotated[str | None, Field(
-        description="Text in the index name or long name, e.g. 'water', 'NDVI'.")] = None,
-    domain: Annotated[str | None, Field(description="Application domain: vegetation, water, burn, urban, soil, "
-                                        "snow, radar, clouds, kernel.")] = None,
-    bands: Annotated[list[str] | None, Field(
-        description="spyndex band symbols the index must use, e.g. ['N', 'S1'].")] = None,
-    scene: Annotated[str | list[str] | None, Field(description="A scene: report what each index lacks on it.")] = None,
-    computable_only: Annotated[bool, Field(description="With a scene: only indices its bands can compute.")] = False,
-    offset: Annotated[int, Field(ge=0, description="Skip this many matches (paging).")] = 0,
-    limit: Annotated[int, Field(ge=1, le=100, description="Most indices returned.")] = 30,
+    query: Annotated[str | None, Field(description="Text in the name or long name, e.g. 'water'.")] = None,
+    domain: Annotated[str | None, Field(description="vegetation, water, burn, urban, soil, snow, radar, clouds or "
+                                        "kernel.")] = None,
+    bands: Annotated[list[str] | None, Field(description="Band symbols it must use, e.g. ['N', 'S1'].")] = None,
+    scene: Annotated[str | list[str] | None, Field(description="Say what each index lacks on this scene.")] = None,
+    computable_only: Annotated[bool, Field(description="With a scene: only indices it can compute.")] = False,
+    offset: Annotated[int, Field(ge=0)] = 0,
+    limit: Annotated[int, Field(ge=1, le=100)] = 30,
     product: ProductArg = None,
 ) -> IndexList:
-    """Search the spectral-index catalogue (Awesome Spectral Indices via spyndex, 280 indices) by name, domain or
-    bands, optionally against a scene to see which indices it can compute.
+    """Search the 280 spectral indices (Awesome Spectral Indices) by name, domain or bands.
 
-    Names are unambiguous: NDWI is McFeeters' (G-N)/(G+N); NDMI is (N-S1)/(N+S1), Gao's water index form.
-    Returns formula, bands, default constants and reference per index; page with offset/next_offset.
+    Formula, bands, constants, reference; with a scene, what it lacks. Page with offset. NDWI is McFeeters'.
     """
     available = set(load_scene(scene, product).by_symbol()) if scene is not None else None
     names = idx.search(query, domain, bands, available, computable_only and available is not None)

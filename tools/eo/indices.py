@@ -1,5 +1,5 @@
-"""Spectral indices from the Awesome Spectral Indices catalogue (spyndex): lookup, search, and block
-evaluation with spyndex.computeIndex / computeKernel (formulas are never retyped here).
+"""Spectral indices from the Awesome Spectral Indices catalogue (spyndex's own JSON tables): lookup, search,
+and block evaluation as spyndex.computeIndex / computeKernel do it (formulas are never retyped here).
 
 Names are the catalogue's, which are unambiguous: NDWI is McFeeters' (G-N)/(G+N); NDMI is (N-S1)/(N+S1),
 the form of Gao's 1996 NDWI. Two aliases say so explicitly: NDWI_MCFEETERS -> NDWI, NDWI_GAO -> NDMI.
@@ -22,26 +22,60 @@ RADAR = {"VV", "VH", "HH", "HV"}
 _KERNEL = re.compile(r"^k([A-Z][A-Z0-9]?)([A-Z][A-Z0-9]?)$")
 
 
+def _spyndex_data(file: str) -> dict[str, Any]:
+    """One JSON table of spyndex's data folder, read without importing spyndex (its import pulls in requests,
+    python-box and more: about half a second for every process that computes an index)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("spyndex")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("spyndex is not installed (pip install spyndex)")
+    return json.loads((Path(next(iter(spec.submodule_search_locations))) / "data" / file).read_text())
+
+
+# The platform keys of bands.json and the attribute names spyndex.axioms.Band gives them.
+_PLATFORMS = {"sentinel2a": "sentinel2a", "sentinel2b": "sentinel2b", "landsat4": "landsat4", "landsat5": "landsat5",
+              "landsat7": "landsat7", "landsat8": "landsat8", "landsat9": "landsat9", "modis": "modis",
+              "wv3": "worldview3", "wv2": "worldview2", "planetscope": "planetscope"}
+
+
 @functools.cache
 def catalogue() -> dict[str, Any]:
-    """name -> spyndex SpectralIndex (read from the JSON shipped inside spyndex; no network)."""
-    import spyndex
+    """name -> index (short_name, long_name, bands, application_domain, reference, formula...: the attributes
+    of spyndex.SpectralIndex, from the JSON shipped inside spyndex; no network)."""
+    from types import SimpleNamespace
 
-    return dict(spyndex.indices.items())
+    out = {}
+    for key, v in _spyndex_data("spectral-indices-dict.json")["SpectralIndices"].items():
+        out[key] = SimpleNamespace(**{**v, "formula": v["formula"].replace(" ", "")})
+    return out
 
 
 @functools.cache
 def _bands() -> dict[str, Any]:
-    import spyndex
+    from types import SimpleNamespace
 
-    return dict(spyndex.bands.items())
+    out = {}
+    for key, v in _spyndex_data("bands.json").items():
+        b = SimpleNamespace(short_name=v["short_name"], long_name=v["long_name"], common_name=v["common_name"],
+                            min_wavelength=v["min_wavelength"], max_wavelength=v["max_wavelength"],
+                            standard=v["short_name"])
+        for platform, attr in _PLATFORMS.items():
+            if platform in v["platforms"]:
+                setattr(b, attr, SimpleNamespace(**v["platforms"][platform]))
+        out[key] = b
+    return out
 
 
 @functools.cache
 def _constants() -> dict[str, Any]:
-    import spyndex
+    from types import SimpleNamespace
 
-    return dict(spyndex.constants.items())
+    return {key: SimpleNamespace(description=v["description"], long_name=v["description"],
+                                 short_name=v["short_name"], standard=v["short_name"], default=v["default"],
+                                 value=v["default"]) for key, v in _spyndex_data("constants.json").items()}
 
 
 def band_description(symbol: str) -> str:
@@ -172,11 +206,11 @@ class Plan:
     kernels: dict[str, tuple[str, str]]
 
     def evaluate(self, arrays: dict[str, np.ndarray]) -> np.ndarray:
-        import spyndex
-
         params: dict[str, Any] = dict(self.params)
         params.update({s: arrays[s] for s in self.bands})
         with np.errstate(all="ignore"):
+            if self.kernels:
+                import spyndex
             for k, (a, b) in self.kernels.items():
                 params[k] = spyndex.computeKernel(
                     "RBF", params={"a": params[a], "b": params[b], "sigma": params["sigma"]})

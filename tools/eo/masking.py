@@ -13,33 +13,30 @@ from tools.progress import Progress, report
 
 
 class ThresholdRule(BaseModel):
-    layer: str = Field(description="An index name (NDVI, NDSI...) or a band (B10, thermal, blue) of the scene.")
+    layer: str = Field(description="An index (NDVI...) or band (B10, blue) of the scene.")
     op: Literal[">", ">=", "<", "<=", "==", "!="]
     value: float
 
 
 def eo_cloud_mask(
     scene: SceneArg,
-    classes: Annotated[list[str] | None, Field(description="QA classes to flag. Landsat C2 QA_PIXEL (bits): fill 0, "
-                       "dilated_cloud 1, cirrus 2, cloud 3, shadow 4, snow 5, water 7, clear (bit 6 with no fill, "
-                       "cloud, dilated cloud, cirrus or shadow bit), cloud_/shadow_/snow_/cirrus_low_confidence and "
-                       "_high_confidence, cloud_medium_confidence (bits 8-15); BQA cloud, cloud_high_confidence, "
-                       "shadow, snow, cirrus; Sentinel-2 SCL cloud (8, 9), cloud_medium, cloud_high, cirrus, shadow, "
-                       "snow, water, dark, saturated, vegetation, bare, unclassified, clear (4, 5, 6, 11). None: "
-                       "cloud, shadow, cirrus, dilated_cloud. Fill never counts as data.")] = None,
-    thresholds: Annotated[list[ThresholdRule] | None, Field(description="Threshold rules, e.g. "
-                          "[{'layer': 'blue', 'op': '>', 'value': 0.25}].")] = None,
-    combine: Annotated[Literal["any", "all"], Field(description="any: flag where any class/rule holds; all: where "
-                       "all hold.")] = "any",
+    classes: Annotated[list[str] | None, Field(description="Default cloud, shadow, cirrus, dilated_cloud. QA_PIXEL: "
+                       "dilated_cloud, cirrus, cloud, shadow, snow, water, clear, cloud_/shadow_/snow_/cirrus_ + "
+                       "low_/high_confidence, cloud_medium_confidence; BQA: cloud, cloud_high_confidence, shadow, "
+                       "snow, cirrus; SCL: cloud, cloud_medium, cloud_high, cirrus, shadow, snow, water, dark, "
+                       "saturated, vegetation, bare, unclassified, clear.")] = None,
+    thresholds: Annotated[list[ThresholdRule] | None, Field(description="e.g. [{'layer': 'blue', 'op': '>', "
+                          "'value': 0.25}].")] = None,
+    combine: Annotated[Literal["any", "all"], Field(description="Flag where any / all classes and rules hold.")]
+    = "any",
     quicklook: QuicklookArg = False,
     product: ProductArg = None,
     progress: Progress | None = None,
 ) -> MaskResult:
-    """Build a cloud / quality mask from the scene's QA layer (Landsat QA_PIXEL or BQA bits, Sentinel-2 SCL
-    classes) and/or thresholds on indices and bands, combined by union or intersection.
+    """Build a cloud / quality mask from the scene's QA layer (Landsat QA bits, Sentinel-2 SCL).
 
-    Writes a uint8 GeoTIFF (1 flagged, 0 clear, 255 no data) and returns the flagged share per class/rule.
-    Pass the same classes as `mask` to eo_spectral_index to exclude them there.
+    Classes and threshold rules; a uint8 GeoTIFF (1 flagged, 0 clear, 255 nodata) and the share flagged per class
+    and rule.
     """
     from tools.eo.products import qa_layer, scene_inputs
     from tools.eo.rasters import Writer, block_windows

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -73,9 +75,17 @@ class SceneInputs:
     notes: list[str] = field(default_factory=list)
 
     def read(self, window: object) -> dict[str, np.ndarray]:
-        arrays = {k: r.read(window) for k, r in self.readers.items() if k != "__qa__"}
+        return self.calibrate(self.read_raw(window))
+
+    def read_raw(self, window: object) -> dict[str, np.ndarray]:
+        """The stored values of every band (and the QA layer) in `window`, uncalibrated."""
+        return {k: r.raw(window) for k, r in self.readers.items()}
+
+    def calibrate(self, raws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Calibrated, QA-masked float64 bands from `read_raw` output (a whole window or the same rows of each)."""
+        arrays = {k: self.readers[k].calibrate(v) for k, v in raws.items() if k != "__qa__"}
         if self.qa_kind:
-            qa = self.readers["__qa__"].read(window)
+            qa = self.readers["__qa__"].calibrate(raws["__qa__"])
             flagged = masks.fill_mask(self.qa_kind, qa)  # fill is masked whether or not it was asked for
             good = ~flagged
             for m in masks.qa_mask(self.qa_kind, np.where(good, qa, 0), self.qa_classes).values():
@@ -125,8 +135,11 @@ class _Borrowed:
     def __init__(self, ins: SceneInputs) -> None:
         self.ins = ins
 
-    def read(self, window: object) -> dict[str, np.ndarray]:
-        return self.ins.read(window)
+    def read_raw(self, window: object) -> dict[str, np.ndarray]:
+        return self.ins.read_raw(window)
+
+    def calibrate(self, raws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self.ins.calibrate(raws)
 
     def close(self) -> None:
         pass
@@ -146,11 +159,17 @@ class Product:
     notes: list[str]
 
 
+_BAND_PIXELS = 1 << 16
+
+
 def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str, np.ndarray]], np.ndarray],
               name: str, progress: Progress | None, *, mask_classes: list[str] | None = None, cog: bool = False,
               units: str | None = None, description: str | None = None, dtype: str = "float32",
               resolution: str | float = "finest") -> Product:
-    """Compute one raster from scene bands window by window and write it as a tiled, compressed GeoTIFF."""
+    """Compute one raster from scene bands window by window and write it as a tiled, compressed GeoTIFF.
+
+    `compute` works pixel by pixel (each output pixel from the same pixel of the inputs): it is called on
+    bands of rows of each window."""
     ins = scene_inputs(scene, wanted, mask_classes=mask_classes, resolution=resolution)
     try:
         writer = Writer(name, ins.grid, dtype=dtype, descriptions=[description or name], cog=cog, units=units)
@@ -163,20 +182,35 @@ def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str
                 return _Borrowed(ins)
             return scene_inputs(scene, wanted, mask_classes=mask_classes, resolution=resolution)
 
-        def work(state: SceneInputs, w: object) -> tuple[np.ndarray, tuple]:
-            out = np.asarray(compute(state.read(w))).astype(dtype, copy=False)
-            if out.dtype.kind == "f":
-                finite = np.isfinite(out)
-                if finite.all():
-                    return out, RunningStats.summarize(out, all_finite=True)
-                out[~finite] = np.nan  # +-inf from a zero denominator
-            return out, RunningStats.summarize(out)
+        scratch = threading.local()
+
+        def work(state: SceneInputs, w: Any) -> tuple[np.ndarray, tuple]:
+            raws = state.read_raw(w)
+            out = writer.buffer((w.height, w.width))
+            floating = out.dtype.kind == "f"
+            finite = True
+            # Row bands of ~64k pixels keep the float64 temporaries of calibration and formula in cache.
+            step = max(1, _BAND_PIXELS // max(1, w.width))
+            for r0 in range(0, w.height, step):
+                part = out[r0:r0 + step]
+                part[...] = compute(state.calibrate({k: v[r0:r0 + step] for k, v in raws.items()}))
+                if floating and finite:
+                    finite = bool(np.isfinite(part).all())
+            if not floating:
+                return out, RunningStats.summarize(out)
+            if not finite:
+                out[~np.isfinite(out)] = np.nan  # +-inf from a zero denominator
+                return out, RunningStats.summarize(out)
+            buf = getattr(scratch, "buf", None)
+            if buf is None or buf.size < out.size:
+                buf = scratch.buf = np.empty(out.size, out.dtype)
+            return out, RunningStats.summarize(out, all_finite=True, scratch=buf)
 
         try:
             with closing(parallel_blocks(open_state, work, block_windows(ins.grid), progress, name)) as blocks:
                 for w, (out, part) in blocks:
                     stats.merge(part)
-                    writer.write(out, w)
+                    writer.give(out, w)
         except BaseException:
             writer.discard()
             raise

@@ -186,7 +186,10 @@ class Reader:
         return self.dataset.read(self.band, window=window)
 
     def read(self, window: Any) -> np.ndarray:
-        raw = self.raw(window)
+        return self.calibrate(self.raw(window))
+
+    def calibrate(self, raw: np.ndarray) -> np.ndarray:
+        """Values `raw` (a block, or any part of one, from `raw`) as float64 with NaN for nodata."""
         if self.convert is not None:
             return self.convert(raw, self.nodata)
         out = raw.astype(np.float64)
@@ -231,8 +234,22 @@ class Writer:
         self.nodata = nodata
         self._failure: BaseException | None = None
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
+        self._spare: queue.Queue[np.ndarray] = queue.Queue()
+        self._given: set[int] = set()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._drain, name="eo-writer", daemon=True)
         self._thread.start()
+
+    def buffer(self, shape: tuple[int, int]) -> np.ndarray:
+        """An uninitialised array of the output type to fill and pass to `give`: one the
+        writer has finished with when its shape fits, else a new one."""
+        try:
+            spare = self._spare.get_nowait()
+        except queue.Empty:
+            spare = None
+        if spare is not None and spare.shape == shape:
+            return spare
+        return np.empty(shape, self.dtype)
 
     def write(self, array: np.ndarray, window: Any, band: int = 1) -> None:
         """Queue one window; a background thread encodes and writes it while the next block is computed."""
@@ -240,6 +257,12 @@ class Writer:
             array = np.where(np.isnan(array), self.nodata, array)
         self._raise_failure()
         self._queue.put((array.astype(self.dtype, copy=False), window, band))
+
+    def give(self, array: np.ndarray, window: Any, band: int = 1) -> None:
+        """`write`, giving the array up: `buffer` may hand it out again once it is written."""
+        with self._lock:
+            self._given.add(id(array))
+        self.write(array, window, band)
 
     def _drain(self) -> None:
         while True:
@@ -251,6 +274,11 @@ class Writer:
                     self.dataset.write(item[0], item[2], window=item[1])
                 except BaseException as exc:  # re-raised in the calling thread
                     self._failure = exc
+            with self._lock:
+                given = id(item[0]) in self._given
+                self._given.discard(id(item[0]))
+            if given and self._spare.qsize() < self._queue.maxsize + 2:
+                self._spare.put(item[0])
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -306,8 +334,10 @@ class RunningStats:
         self.total = 0
 
     @staticmethod
-    def summarize(block: np.ndarray, all_finite: bool = False) -> tuple[int, int, float, float, float, float]:
-        """(size, n, mean, m2, min, max) of one block's finite values; merge it with `merge`."""
+    def summarize(block: np.ndarray, all_finite: bool = False,
+                  scratch: np.ndarray | None = None) -> tuple[int, int, float, float, float, float]:
+        """(size, n, mean, m2, min, max) of one block's finite values; merge it with `merge`. `scratch`: a
+        1-D array of the block's dtype and at least its size, to work in instead of a new one."""
         if all_finite:
             v = block.ravel()
         else:
@@ -317,7 +347,10 @@ class RunningStats:
         if n == 0:
             return block.size, 0, 0.0, 0.0, math.inf, -math.inf
         m = float(v.sum(dtype=np.float64)) / n
-        d = (v - v.dtype.type(m)).ravel()
+        if scratch is not None and scratch.dtype == v.dtype and scratch.size >= n:
+            d = np.subtract(v, v.dtype.type(m), out=scratch[:n])
+        else:
+            d = (v - v.dtype.type(m)).ravel()
         m2 = float(np.dot(d, d))
         return block.size, n, m, m2, float(v.min()), float(v.max())
 

@@ -26,10 +26,8 @@ from tools.progress import Progress, report
 
 def eo_spectral_index(
     scene: SceneArg,
-    index: Annotated[str, Field(description="Catalogue name, e.g. NDVI, EVI, NDWI (McFeeters), NDMI, NBR, MNDWI, NDBI, "
-                                "SAVI, kNDVI (see eo_list_indices).")],
-    constants: Annotated[dict[str, float] | None, Field(
-        description="Override index constants, e.g. {'L': 0.5}.")] = None,
+    index: Annotated[str, Field(description="Name (eo_list_indices), e.g. NDVI, EVI, NDWI, NDMI, NBR, SAVI.")],
+    constants: Annotated[dict[str, float] | None, Field(description="Override constants, e.g. {'L': 0.5}.")] = None,
     mask: MaskArg = None,
     cog: CogArg = False,
     quicklook: QuicklookArg = True,
@@ -37,15 +35,9 @@ def eo_spectral_index(
     product: ProductArg = None,
     progress: Progress | None = None,
 ) -> RasterResult:
-    """Compute a spectral index of a scene from calibrated bands and write it as a GeoTIFF.
+    """Compute a spectral index of a scene from calibrated reflectance, as a GeoTIFF.
 
-    Bands are converted first: Landsat L1 to sun-corrected TOA reflectance (thermal to brightness temperature,
-    K), Landsat C2 L2 with the SR/ST scale factors, Sentinel-2 DN/10000 with the baseline offset; fill pixels
-    and (optionally) QA-masked pixels stay nodata. Bands of different resolutions (Sentinel-2 NDMI: 10 m NIR,
-    20 m SWIR) meet on the grid `resolution` names; the notes say which band was resampled and how.
-    Returns the GeoTIFF path, a PNG quicklook, the formula, the files read and summary statistics. An index
-    needing a band the sensor lacks is refused, naming it.
-    Work runs in blocks (memory bounded); bound: RESEARCH_MCP_EO__MAX_PIXELS pixels.
+    Returns the file, a PNG, the formula, statistics and notes. Bounded by max_pixels.
     """
     from tools.eo.products import index_product
 
@@ -65,22 +57,18 @@ def eo_spectral_index(
 
 def eo_radiometric_correction(
     scene: SceneArg,
-    bands: Annotated[list[str] | None, Field(description="Bands by key (B4), common name (red) or symbol (R); "
-                                             "None: every reflective and thermal band.")] = None,
+    bands: Annotated[list[str] | None, Field(description="Key (B4), name (red) or symbol (R); default: all "
+                                             "reflective and thermal bands.")] = None,
     quantity: Annotated[Literal["auto", "reflectance", "radiance", "brightness_temperature", "dn"], Field(
-        description="auto: reflectance for reflective bands, brightness temperature (L1) or surface temperature "
-        "(L2) for thermal bands.")] = "auto",
+        description="auto: reflectance, and brightness (L1) or surface (L2) temperature for thermal.")] = "auto",
     cog: CogArg = False,
     resolution: ResolutionArg = "finest",
     product: ProductArg = None,
     progress: Progress | None = None,
 ) -> CorrectionResult:
-    """Convert a scene's DN to physical units and write a multi-band float32 GeoTIFF (one band per input).
+    """Convert a scene's DN to reflectance, radiance or temperature as a float32 GeoTIFF.
 
-    Landsat L1: TOA reflectance (M*DN + A)/sin(sun elevation), radiance M_L*DN + A_L, brightness temperature
-    K2/ln(K1/L + 1) from the MTL; Landsat C2 L2: SR = DN*2.75e-5 - 0.2, ST = DN*0.00341802 + 149 K;
-    Sentinel-2: (DN + offset)/10000 (offset -1000 from baseline 04.00). Fill stays NaN. Bands on different
-    grids are brought onto one (`resolution`; the notes say how). At most 20 bands.
+    One band per input (at most 20). Returns the file and the formulas used.
     """
     from tools.eo.products import scene_inputs
     from tools.eo.rasters import RunningStats, Writer, block_windows

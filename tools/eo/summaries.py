@@ -41,31 +41,25 @@ def _single(raster: str, band: int = 1) -> tuple[Any, Any, Path]:
     return Reader(p, grid, band=band), grid, p
 
 
-ExcludeArg = Annotated[str | None, Field(description="A raster whose non-zero pixels are excluded (e.g. the "
-                                         "eo_cloud_mask output); same CRS, resampled by nearest neighbour.")]
+ExcludeArg = Annotated[str | None, Field(description="Leave out the non-zero pixels of this raster (e.g. "
+                                         "eo_cloud_mask's).")]
 
 
 def eo_statistics(
     raster: RasterArg,
-    band: Annotated[int, Field(ge=1, description="Band number.")] = 1,
-    percentiles: Annotated[list[float] | None, Field(
-        description="Percentiles (0-100), exact as numpy.percentile; None: 2, 5, 25, 50, 75, 95, 98.")] = None,
-    bins: Annotated[int, Field(ge=1, description="Histogram bins.")] = 20,
-    value_range: Annotated[list[float] | None, Field(
-        description="[low, high] of the histogram; None: min-max.")] = None,
+    band: Annotated[int, Field(ge=1)] = 1,
+    percentiles: Annotated[list[float] | None, Field(description="0-100, exact; default: 2, 5, 25, 50, 75, 95, "
+                                                     "98.")] = None,
+    bins: Annotated[int, Field(ge=1)] = 20,
+    value_range: Annotated[list[float] | None, Field(description="Histogram [low, high]; default: min-max.")] = None,
     exclude: ExcludeArg = None,
-    transform: Annotated[Literal["none", "abs"], Field(
-        description="none: statistics of the values; abs: of their absolute values, e.g. percentiles of |change| "
-        "from an eo_change raster.")] = "none",
+    transform: Annotated[Literal["none", "abs"], Field(description="abs: of absolute values, e.g. |change|.")]
+    = "none",
     progress: Progress | None = None,
 ) -> StatisticsResult:
-    """Statistics of a raster band over its valid pixels: count, min, max, mean, std, exact percentiles and a
-    histogram, ignoring nodata (and, optionally, pixels flagged by an exclusion mask); of the values or of
-    their absolute values (`transform`).
+    """Statistics of a raster band's valid pixels: count, min, max, mean, std, percentiles, histogram.
 
-    Also returns the signed parts of the raw values: count, share, sum, mean, std, min and max of the positive
-    and of the negative pixels (increases and decreases of a change raster), and the count of zeros.
-    Memory is bounded: the raster is read in blocks over four passes. Bound: RESEARCH_MCP_EO__MAX_BINS bins.
+    Also of its positive and negative parts (a change raster's increases and decreases). Bounded by max_bins.
     """
     limit = get_settings().eo.max_bins
     if bins > limit:
@@ -109,15 +103,14 @@ class AreaRule(BaseModel):
 
 def eo_area(
     raster: RasterArg,
-    rules: Annotated[list[AreaRule], Field(description="Conditions, e.g. [{'op': '>', 'value': 0.3}] for NDVI > 0.3.")],
+    rules: Annotated[list[AreaRule], Field(description="e.g. [{'op': '>', 'value': 0.3}].")],
     band: Annotated[int, Field(ge=1)] = 1,
     exclude: ExcludeArg = None,
     progress: Progress | None = None,
 ) -> AreaResult:
-    """Area meeting each threshold condition (m2, km2, % of valid and of total area) from the raster's CRS.
+    """Area meeting each threshold rule (m2, km2, % of valid and of total area).
 
-    Pixel areas come from the projected CRS units, or on the sphere of equal area for geographic CRSs
-    (row by row). Use it for 'water area (MNDWI > 0)', 'vegetated area (NDVI > 0.3)', 'hot area (LST > 310)'.
+    E.g. water (MNDWI > 0), vegetation (NDVI > 0.3), heat (LST > 310).
     """
     if not rules:
         raise InvalidInput("No rule given.", hint="e.g. rules=[{'op': '>', 'value': 0.3}].")
@@ -140,19 +133,17 @@ def eo_area(
 
 def eo_zonal_statistics(
     raster: RasterArg,
-    zones: Annotated[str | dict[str, Any] | None, Field(description="GeoJSON polygons (object, text or file path); "
-                     "EPSG:4326 lon/lat unless it names a CRS. Zone names from properties.id/name.")] = None,
-    zone_raster: Annotated[str | None, Field(description="Instead of polygons: an integer raster of zone ids (0 = "
-                           "none), e.g. a classification; same CRS.")] = None,
+    zones: Annotated[str | dict[str, Any] | None, Field(description="GeoJSON polygons (object, text or path), "
+                     "EPSG:4326 unless named; names from properties.id/name.")] = None,
+    zone_raster: Annotated[str | None, Field(description="Or an integer raster of zone ids (0: none), same "
+                           "CRS.")] = None,
     band: Annotated[int, Field(ge=1)] = 1,
-    all_touched: Annotated[bool, Field(
-        description="Polygons: include every pixel touched, not only centres inside.")] = False,
+    all_touched: Annotated[bool, Field(description="Count every pixel a polygon touches.")] = False,
     progress: Progress | None = None,
 ) -> ZonalResult:
-    """Statistics of a raster per zone: polygons from GeoJSON, or the integer values of a zone raster.
+    """Statistics of a raster per zone: GeoJSON polygons, or the values of a zone raster.
 
-    Per zone: pixels, valid pixels, mean, std, min, max and valid area (m2). Bound:
-    RESEARCH_MCP_EO__MAX_ZONES zones.
+    Per zone: pixels, valid pixels, mean, std, min, max, valid area (m2). Bounded by max_zones.
     """
     from tools.eo.rasters import Reader, resolve_raster
 
@@ -188,10 +179,10 @@ def eo_zonal_statistics(
 def eo_quicklook(
     raster: RasterArg,
     band: Annotated[int, Field(ge=1)] = 1,
-    cmap: Annotated[str, Field(description="matplotlib colormap: viridis, RdYlGn, inferno, RdBu, gray...")] = "viridis",
-    vmin: Annotated[float | None, Field(description="Colour scale low end; None: 2nd percentile.")] = None,
-    vmax: Annotated[float | None, Field(description="Colour scale high end; None: 98th percentile.")] = None,
-    title: Annotated[str | None, Field(description="Plot title; None: the band description.")] = None,
+    cmap: Annotated[str, Field(description="matplotlib colormap.")] = "viridis",
+    vmin: Annotated[float | None, Field(description="Default: 2nd percentile.")] = None,
+    vmax: Annotated[float | None, Field(description="Default: 98th percentile.")] = None,
+    title: Annotated[str | None, Field(description="Default: the band description.")] = None,
 ) -> QuicklookResult:
     """Draw a PNG quicklook of a raster band with a colorbar (decimated to at most 1024 px on a side)."""
     from tools.eo.quicklook import render

@@ -31,25 +31,20 @@ from tools.progress import Progress
 def eo_land_surface_temperature(
     scene: SceneArg,
     method: Annotated[Literal["auto", "single_channel", "split_window", "radiance_layers", "product"], Field(
-        description="single_channel: emissivity-corrected BT (Artis & Carnahan 1982) with NDVI-threshold "
-        "emissivity (Sobrino et al. 2004); split_window: Jimenez-Munoz et al. 2014 for TIRS B10/B11; "
-        "radiance_layers: Collection-2 L2 ST_TRAD/URAD/DRAD/ATRAN/EMIS; product: Collection-2 L2 ST_B10 scaled; "
-        "auto: product for L2 scenes, single_channel for L1.")] = "auto",
-    water_vapour: Annotated[float, Field(
-        ge=0, le=6.5, description="Atmospheric water vapour (g/cm2), split-window only.")] = 2.0,
-    ndvi_soil: Annotated[float, Field(description="NDVI of bare soil (emissivity thresholds).")] = 0.2,
-    ndvi_veg: Annotated[float, Field(description="NDVI of full vegetation (emissivity thresholds).")] = 0.5,
+        description="auto: product on L2 scenes, else single_channel; split_window needs B10/B11; "
+        "radiance_layers and product need C2 L2.")] = "auto",
+    water_vapour: Annotated[float, Field(ge=0, le=6.5, description="g/cm2, split_window only.")] = 2.0,
+    ndvi_soil: Annotated[float, Field(description="Bare-soil NDVI (emissivity).")] = 0.2,
+    ndvi_veg: Annotated[float, Field(description="Full-vegetation NDVI (emissivity).")] = 0.5,
     mask: MaskArg = None,
     cog: CogArg = False,
     quicklook: QuicklookArg = True,
     product: ProductArg = None,
     progress: Progress | None = None,
 ) -> RasterResult:
-    """Retrieve land surface temperature (K) from a Landsat scene and write it as a GeoTIFF.
+    """Retrieve land surface temperature (K) from a Landsat scene as a GeoTIFF.
 
-    Methods and their formulas are listed under `method`; each is cited in the result. Level-1 methods start
-    from TOA brightness temperature (K1/K2 from the MTL) and TOA reflectance; they do not correct the
-    atmosphere beyond what the method states. Returns path, quicklook, statistics, method and parameters.
+    Returns the file, a PNG, statistics and the cited method.
     """
     from tools.eo.products import map_scene
     from tools.eo.radiometry import thermal_constants
@@ -142,18 +137,17 @@ def eo_land_surface_temperature(
 
 
 def eo_tvdi(
-    ndvi: Annotated[str, Field(description="NDVI GeoTIFF (e.g. from eo_spectral_index).")],
-    lst: Annotated[str, Field(description="LST GeoTIFF in K (e.g. from eo_land_surface_temperature), same CRS.")],
-    bin_width: Annotated[float, Field(gt=0, le=0.1, description="NDVI bin width for the edges.")] = 0.01,
-    ndvi_min: Annotated[float, Field(description="Ignore NDVI below this (water, cloud) when fitting edges.")] = 0.1,
-    min_count: Annotated[int, Field(ge=1, description="Fewest pixels for a bin to enter the edge fits.")] = 10,
+    ndvi: Annotated[str, Field(description="NDVI GeoTIFF (eo_spectral_index).")],
+    lst: Annotated[str, Field(description="LST GeoTIFF in K (eo_land_surface_temperature), same CRS.")],
+    bin_width: Annotated[float, Field(gt=0, le=0.1)] = 0.01,
+    ndvi_min: Annotated[float, Field(description="NDVI below this (water, cloud) is left out of the fits.")] = 0.1,
+    min_count: Annotated[int, Field(ge=1, description="Fewest pixels in a fitted bin.")] = 10,
     quicklook: QuicklookArg = True,
     progress: Progress | None = None,
 ) -> TVDIResult:
-    """Temperature-Vegetation Dryness Index from NDVI and LST rasters (Sandholt et al. 2002, RSE 79:213).
+    """Temperature-Vegetation Dryness Index (Sandholt et al. 2002) from NDVI and LST rasters.
 
-    Fits the dry edge (max LST per NDVI bin) and the wet edge (min LST per bin) by least squares, then
-    TVDI = (LST - Tmin(NDVI))/(Tmax(NDVI) - Tmin(NDVI)) in [0, 1] (1 = dry). Two passes over the rasters.
+    1 = dry. Returns the GeoTIFF, a PNG, the fitted edges and statistics.
     """
     from tools.eo.products import run_raster
     from tools.eo.rasters import Reader, close_all, common_grid, iter_blocks, resolve_raster

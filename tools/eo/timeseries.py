@@ -132,21 +132,18 @@ def _items(paths: list[str]) -> list[Path]:
 
 
 def eo_index_timeseries(
-    items: Annotated[list[str], Field(description="Local STAC item JSON files, or folders of them (one item per "
-                                      "date, same grid), inside the roots.")],
-    index: Annotated[str, Field(description="Spectral index name (spyndex catalogue), e.g. NDVI, NDWI, EVI.")] = "NDVI",
-    constants: Annotated[dict[str, float] | None, Field(description="Index constants (e.g. L for SAVI).")] = None,
-    mask_classes: Annotated[list[str] | None, Field(description="QA classes masked as missing (e.g. cloud, "
-                                                    "shadow, cirrus); needs the QA_PIXEL / SCL asset.")] = None,
-    window: Annotated[int, Field(ge=16, le=4096, description="Window side in pixels (one task per window).")] = 512,
+    items: Annotated[list[str], Field(description="STAC item JSON files or folders of them (one per date, same "
+                                      "grid) in the roots.")],
+    index: Annotated[str, Field(description="e.g. NDVI, NDWI, EVI.")] = "NDVI",
+    constants: Annotated[dict[str, float] | None, Field(description="e.g. {'L': 0.5}.")] = None,
+    mask_classes: Annotated[list[str] | None, Field(description="QA classes masked, e.g. ['cloud'].")] = None,
+    window: Annotated[int, Field(ge=16, le=4096, description="Pixels per side of one task.")] = 512,
     progress: Progress | None = None,
 ) -> TimeSeriesResult:
-    """A spectral-index time series over many STAC items with per-pixel Mann-Kendall and Sen's slope trends.
+    """A spectral-index time series over many STAC items, with per-pixel trends, on Dask.
 
-    Use it for multi-date analysis (greening, drying, change over years) when the stack is too big for
-    one process: every window of every item is computed as one task on Dask (embedded cluster or
-    RESEARCH_MCP_DASK_SCHEDULER). Returns the scene-mean series per date with its trend, a CSV, and a
-    GeoTIFF of per-pixel Sen's slope (per year), Mann-Kendall Z and p, least-squares slope, valid dates.
+    For stacks too big for one process: the mean series and trend, a CSV, and a GeoTIFF of per-pixel Sen's slope,
+    Mann-Kendall Z and p.
     """
     from tools.eo.indices import resolve_name
     from tools.eo.rasters import Writer

@@ -28,15 +28,11 @@ from tools.progress import Progress
 
 def eo_vegetation_parameters(
     scene: SceneArg,
-    parameter: Annotated[Literal["fvc", "lai", "albedo"], Field(description="fvc: fractional vegetation cover; "
-                         "lai: leaf area index; albedo: shortwave broadband albedo.")],
-    method: Annotated[str | None, Field(description="fvc: 'linear' (Gutman & Ignatov 1998, default) or 'squared' "
-                      "(Carlson & Ripley 1997); lai: 'savi' (SEBAL/METRIC, default) or 'evi' (Boegh et al. 2002); "
-                      "albedo: 'liang2001'.")] = None,
-    ndvi_soil: Annotated[float | None, Field(
-        description="FVC: NDVI of bare soil; None: the scene's 5th percentile.")] = None,
-    ndvi_veg: Annotated[float | None, Field(
-        description="FVC: NDVI of full cover; None: the scene's 95th percentile.")] = None,
+    parameter: Literal["fvc", "lai", "albedo"],
+    method: Annotated[str | None, Field(description="fvc: linear (default) or squared; lai: savi (default) or evi; "
+                      "albedo: liang2001.")] = None,
+    ndvi_soil: Annotated[float | None, Field(description="FVC: bare-soil NDVI; default: 5th percentile.")] = None,
+    ndvi_veg: Annotated[float | None, Field(description="FVC: full-cover NDVI; default: 95th percentile.")] = None,
     mask: MaskArg = None,
     cog: CogArg = False,
     quicklook: QuicklookArg = True,
@@ -44,11 +40,9 @@ def eo_vegetation_parameters(
     product: ProductArg = None,
     progress: Progress | None = None,
 ) -> RasterResult:
-    """Derive a vegetation/surface parameter (FVC, LAI or broadband albedo) from a scene, with its cited formula.
+    """Derive fractional vegetation cover, leaf area index or albedo from a scene.
 
-    FVC = ((NDVI - NDVIs)/(NDVIv - NDVIs))^k clipped to [0,1]; LAI = -ln((0.69 - SAVI)/0.59)/0.91 (SAVI, L=0.5)
-    or 3.618*EVI - 0.118; albedo = 0.356 blue + 0.130 red + 0.373 nir + 0.085 swir1 + 0.072 swir2 - 0.0018
-    (Liang 2001, meant for surface reflectance). Returns the GeoTIFF path, quicklook and statistics.
+    Returns the GeoTIFF, a PNG, statistics and the cited formula.
     """
     from tools.eo.products import index_product, map_scene, symbol_bands
     from tools.eo.rasters import Reader, grid_of

@@ -17,8 +17,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import networkx as nx
-
 from tools.atomic import atomic_output
 from tools.errors import InvalidInput, LimitExceeded
 from tools.graph.generate import DIFFICULTIES, GENERATORS, generate
@@ -35,9 +33,12 @@ from tools.graph.tasks import (
     sample_params,
     solve,
 )
+from tools.lazy import LazyModule
 from tools.llm import ChatModel, Message
 from tools.progress import Progress, checkpoint, report
 from tools.settings import get_settings
+
+nx = LazyModule("networkx")
 
 
 @dataclass

@@ -2,9 +2,8 @@
 
 import json
 import statistics
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import networkx as nx
 from pydantic import BaseModel, Field
 
 from tools.atomic import write_text
@@ -40,29 +39,23 @@ from tools.progress import Progress, report
 from tools.settings import get_settings
 from tools.spec import ToolSpec
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 GraphArg = Annotated[GraphSpec | None, Field(
-    description='The graph as JSON: {"nodes": [0, 1, 2], "edges": [[0, 1], [1, 2, 4.5]], "directed": false}. '
-                "Node labels are non-negative integers or names like 'a0' (letters, digits, underscores); an edge is "
-                "[u, v] or [u, v, weight]; `features` ({label: [x, y]}) gives node vectors for the gnn task. "
-                "Or leave it out and give `text` (+ `text_format`) or `path`.")]
-TextArg = Annotated[str | None, Field(description="The graph as text in `text_format` (instead of `graph`).")]
-TextFormatArg = Annotated[str | None, Field(
-    description="The format of `text`/`path` text: " + ", ".join(FORMATS) + ". JSON files need none.")]
-PathArg = Annotated[str | None, Field(
-    description="A file holding the graph (JSON as in `graph`, or text in `text_format`): a path inside the "
-                "allowed roots or a sample:// URI.")]
-DirectedArg = Annotated[bool, Field(
-    description="For text formats that do not say so themselves (the Python-literal ones): the graph is directed.")]
-SourceArg = Annotated[int | str | None, Field(
-    description="Source node label (tasks that take one, e.g. bfsorder, shortest_path).")]
-TargetArg = Annotated[int | str | None, Field(
-    description="Target node label (e.g. connectivity, shortest_path, max_flow).")]
-NodeArg = Annotated[int | str | None, Field(description="The node a question is about (node_degree).")]
-TaskArg = Annotated[str, Field(description="Task name; graph_list_tasks lists them (e.g. 'shortest_path').")]
+    description='JSON, e.g. {"edges": [[0, 1], [1, 2, 4.5]]}; nodes are integers or names (a0). Or `text`/`path`.')]
+TextArg = Annotated[str | None, Field(description="Graph text in `text_format`.")]
+TextFormatArg = Annotated[str | None, Field(description="Format of `text`/`path` (graph_serialize's).")]
+PathArg = Annotated[str | None, Field(description="File: JSON, or text in `text_format`.")]
+DirectedArg = Annotated[bool, Field(description="For text formats that do not say.")]
+SourceArg = Annotated[int | str | None, Field(description="Source node (bfsorder, shortest_path...).")]
+TargetArg = Annotated[int | str | None, Field(description="Target node (connectivity, shortest_path, max_flow...).")]
+NodeArg = Annotated[int | str | None, Field(description="The node asked about (node_degree).")]
+TaskArg = Annotated[str, Field(description="A graph_list_tasks name, e.g. 'shortest_path'.")]
 
 
 def _load_graph(graph: GraphSpec | None, text: str | None, text_format: str | None, path: str | None,
-                directed: bool) -> nx.Graph:
+                directed: bool) -> "nx.Graph":
     given = [x is not None for x in (graph, text, path)]
     if sum(given) != 1:
         raise InvalidInput("Give the graph exactly one way: `graph` (JSON), `text` with `text_format`, or `path`.",
@@ -217,11 +210,9 @@ class OptimizeResult(BaseModel):
 
 
 def graph_list_tasks() -> Catalogue:
-    """List the graph tasks, serialization formats, generators, prompt schemes and bounds.
+    """List the graph tasks, formats, generators, prompt schemes and bounds: call it first.
 
-    Use first to learn the names the other graph tools take. Each task says its answer kind, the node
-    parameters it needs (source/target/node), the graphs it is defined on and, for NP-hard ones, the
-    largest graph its exact search accepts.
+    Each task: its answer kind, node arguments (source/target/node) and NP-hard search bound.
     """
     s = get_settings().graph
     infos = []
@@ -245,21 +236,20 @@ def graph_generate(
                                                 "complete, star, path, or a bundled real graph (karate_club, "
                                                 "florentine_families, davis_southern_women, les_miserables, "
                                                 "petersen, dodecahedral).")],
-    n_nodes: Annotated[int | None, Field(description="Node count; default: drawn from the difficulty's range.")] = None,
+    n_nodes: Annotated[int | None, Field(description="Default: drawn from the difficulty's range.")] = None,
     difficulty: Annotated[str, Field(description="easy (5-10 nodes), medium (10-20) or hard (20-30).")] = "medium",
-    seed: Annotated[int, Field(description="Random seed; the same arguments give the same graph.")] = 0,
+    seed: int = 0,
     directed: Annotated[bool, Field(description="Orient each edge at random.")] = False,
-    acyclic: Annotated[bool, Field(description="With directed: orient edges along a random order (a DAG).")] = False,
-    weighted: Annotated[bool, Field(description="Give edges integer weights 1..max_weight.")] = False,
-    max_weight: Annotated[int, Field(description="Largest edge weight.", ge=1, le=10**6)] = 10,
-    features: Annotated[int, Field(description="Give every node a vector of this many 0/1 integers (the gnn task "
-                                               "needs them); 0 for none.", ge=0, le=64)] = 0,
-    format: Annotated[str | None, Field(description="Also return the graph serialized in this format.")] = None,
+    acyclic: Annotated[bool, Field(description="With directed: a DAG.")] = False,
+    weighted: Annotated[bool, Field(description="Integer edge weights 1..max_weight.")] = False,
+    max_weight: Annotated[int, Field(ge=1, le=10**6)] = 10,
+    features: Annotated[int, Field(description="Length of a 0/1 vector per node (gnn task); 0: none.",
+                                   ge=0, le=64)] = 0,
+    format: Annotated[str | None, Field(description="Also return this serialization.")] = None,
 ) -> GraphResult:
     """Generate a seeded random or real-world graph (GraphOmni's and GraphQA's generators).
 
-    Returns the graph as JSON (or a JSON file path when large) ready to pass to the other graph tools,
-    and optionally its serialization. Bounded by max_nodes / max_edges.
+    Returns JSON for the other graph tools (a file path when large). Bounded by max_nodes and max_edges.
     """
     G = generate(generator, n_nodes=n_nodes, difficulty=difficulty, seed=seed, directed=directed, acyclic=acyclic,
                  weighted=weighted, max_weight=max_weight, features=features)
@@ -282,10 +272,9 @@ def graph_serialize(
     path: PathArg = None,
     directed: DirectedArg = False,
 ) -> Serialized:
-    """Write a graph in one of 13 serializations (GraphOmni's 7 and GraphQA's 6 text encoders).
+    """Write a graph in one of 13 serializations (GraphOmni's 7, GraphQA's 6): how a model sees it.
 
-    Use to see how a model will be shown a graph, or to convert between formats. Long texts are written
-    to a file and its path returned.
+    Long texts go to a file.
     """
     G = _load_graph(graph, text, text_format, path, directed)
     key = format_key(format)
@@ -295,15 +284,11 @@ def graph_serialize(
 
 
 def graph_parse(
-    text: Annotated[str, Field(description="The serialized graph.")],
-    format: Annotated[str, Field(description="Its format: " + ", ".join(FORMATS) + ".")],
+    text: str,
+    format: Annotated[str, Field(description="Its format (graph_serialize's).")],
     directed: DirectedArg = False,
 ) -> GraphResult:
-    """Read a graph from any supported serialization back into JSON.
-
-    Every format written by graph_serialize parses back to the same graph. Errors say which part of
-    the text could not be read.
-    """
+    """Read a graph written by graph_serialize (any format) back into JSON; errors say what could not be read."""
     G = parse(text, format, directed=directed)
     spec = to_spec(G)
     inline, path = _inline_or_file(spec.model_dump_json(), "graph-parsed", ".json")
@@ -323,11 +308,10 @@ def graph_solve(
     node: NodeArg = None,
     progress: Progress | None = None,
 ) -> Solved:
-    """Solve a graph task exactly and return the answer with a witness (path, cycle, matching, cut...).
+    """Solve a graph task exactly: the answer, a witness (path, cycle, matching, cut...) and a random baseline.
 
-    Covers GraphOmni's 6 tasks and 19 more (graph_list_tasks). NP-hard tasks use exact search and are
-    refused past max_nodes_np_hard nodes (max_nodes_max_cut for max_cut) or past max_search_steps
-    backtracking steps, with the bound in the message; a cancelled call stops within a few thousand steps.
+    NP-hard tasks use exact search, refused past max_nodes_np_hard nodes (max_nodes_max_cut for max_cut) or
+    max_search_steps.
     """
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)
@@ -341,7 +325,7 @@ def graph_solve(
 
 def graph_check_answer(
     task: TaskArg,
-    answer: Annotated[str, Field(description="The model's free-text reply.", max_length=200_000)],
+    answer: Annotated[str, Field(max_length=200_000)],
     graph: GraphArg = None,
     text: TextArg = None,
     text_format: TextFormatArg = None,
@@ -351,17 +335,14 @@ def graph_check_answer(
     target: TargetArg = None,
     node: NodeArg = None,
     prompt_format: Annotated[str | None, Field(
-        description="The serialization the question was asked in, when it named nodes other than by number: "
-                    "friendship, coauthorship, social_network (first names) or expert (letters).")] = None,
+        description="The prompt's format if it named nodes (friendship, coauthorship, social_network, "
+                    "expert).")] = None,
     progress: Progress | None = None,
 ) -> Checked:
-    """Read a model's free-text answer to a graph task and validate every claim in it against the graph.
+    """Check a model's free-text answer to a graph task against the graph itself.
 
-    Never compares with a stored string: any valid BFS order or shortest path is accepted; a bare "no"
-    means no; a numeric answer is the final one (after 'Answer:' when present), not any number mentioned.
-    Witnesses the answer offers are checked too, and one false claim makes it wrong: a Hamiltonian path
-    (a bare path counts as "yes, this one"), a shortest path's stated total weight (a total alone is read
-    too), a matching's assignment, a colouring, the sides of a cut, a clique / independent set / cover.
+    Any valid BFS order or path counts; the final answer (after 'Answer:') is read and every witness offered (path,
+    weight, matching, colouring, cut, clique, cover) must hold.
     """
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)
@@ -382,18 +363,17 @@ def graph_prompt(
     directed: DirectedArg = False,
     format: Annotated[str, Field(description="How the prompt shows the graph.")] = "adjacency_set",
     scheme: Annotated[str, Field(description="Prompt scheme: " + ", ".join(SCHEMES) + ".")] = "LTM",
-    k: Annotated[int, Field(description="Exemplars for the few-shot schemes.", ge=0, le=10)] = 3,
-    seed: Annotated[int, Field(description="Seed for the exemplar graphs.")] = 0,
+    k: Annotated[int, Field(description="Few-shot exemplars.", ge=0, le=10)] = 3,
+    seed: int = 0,
     source: SourceArg = None,
     target: TargetArg = None,
     node: NodeArg = None,
     answer_instruction: Annotated[bool, Field(description="Ask for a last line 'Answer: ...'.")] = True,
     progress: Progress | None = None,
 ) -> PromptResult:
-    """Build a GraphOmni-style prompt for a graph question in a given serialization and prompt scheme.
+    """Build a GraphOmni-style prompt for a graph question in a serialization and prompt scheme.
 
-    Few-shot schemes (CoT, k-shot, Instruct, Algorithm) get k exemplars made from freshly generated,
-    exactly solved graphs in the same format. Returns the prompt and one expected answer.
+    Few-shot schemes get k solved exemplars. Returns the prompt and an expected answer.
     """
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)
@@ -407,26 +387,24 @@ def graph_prompt(
 
 
 async def graph_benchmark(
-    tasks: Annotated[list[str] | None, Field(description="Tasks to ask (default: GraphOmni's 6).")] = None,
-    generators: Annotated[list[str] | None, Field(description="Graph generators (default: ERP).")] = None,
-    formats: Annotated[list[str] | None, Field(description="Serializations (default: adjacency_set).")] = None,
-    schemes: Annotated[list[str] | None, Field(description="Prompt schemes (default: LTM).")] = None,
-    difficulties: Annotated[list[str] | None, Field(description="easy, medium, hard (default: easy).")] = None,
+    tasks: Annotated[list[str] | None, Field(description="Default: GraphOmni's 6.")] = None,
+    generators: Annotated[list[str] | None, Field(description="Default: ERP.")] = None,
+    formats: Annotated[list[str] | None, Field(description="Serializations; default: adjacency_set.")] = None,
+    schemes: Annotated[list[str] | None, Field(description="Prompt schemes; default: LTM.")] = None,
+    difficulties: Annotated[list[str] | None, Field(description="easy, medium, hard; default: easy.")] = None,
     per_cell: Annotated[int, Field(description="Questions per combination.", ge=1, le=1000)] = 2,
-    seed: Annotated[int, Field(description="Seed of the generated questions.")] = 0,
-    k: Annotated[int, Field(description="Exemplars for few-shot schemes.", ge=0, le=10)] = 3,
-    samples: Annotated[int, Field(description="Self-consistency samples per question (majority vote).",
-                                  ge=1)] = 1,
-    temperature: Annotated[float, Field(description="Sampling temperature when samples > 1.", ge=0, le=2)] = 0.7,
-    max_tokens: Annotated[int | None, Field(description="Reply length cap.")] = None,
+    seed: int = 0,
+    k: Annotated[int, Field(description="Few-shot exemplars.", ge=0, le=10)] = 3,
+    samples: Annotated[int, Field(description="Self-consistency votes per question.", ge=1)] = 1,
+    temperature: Annotated[float, Field(description="Used when samples > 1.", ge=0, le=2)] = 0.7,
+    max_tokens: int | None = None,
     llm: ChatModel | None = None,
     progress: Progress | None = None,
 ) -> BenchmarkResult:
-    """Run a generated GraphOmni-style benchmark (task x generator x format x scheme x difficulty) on an LLM.
+    """Benchmark an LLM on generated GraphOmni questions, checking every reply against its graph.
 
-    Asks the configured OpenAI-compatible model (or the client's model via sampling), checks every reply
-    against its graph, and returns accuracy, extraction rate, random baseline and tokens per factor level,
-    with CSV files and an accuracy heatmap PNG. Bounded by max_benchmark_items questions.
+    Accuracy, extraction rate, random baseline and tokens per factor level; CSVs and a heatmap. Bounded by
+    max_benchmark_items.
     """
     limit = get_settings().graph.max_samples
     if samples > limit:
@@ -453,23 +431,21 @@ async def graph_benchmark(
 
 async def graph_optimize_factors(
     task: TaskArg = "shortest_path",
-    formats: Annotated[list[str] | None, Field(description="Candidate formats (default GraphOmni's 7).")] = None,
-    schemes: Annotated[list[str] | None, Field(description="Candidate schemes (default all 9).")] = None,
-    budget: Annotated[float, Field(description="Largest fraction of the combinations to evaluate.", gt=0, le=1)] = 0.25,
-    batch: Annotated[int, Field(description="Questions per arm in the first halving round.", ge=1, le=200)] = 4,
-    generator: Annotated[str, Field(description="Graph generator of the questions.")] = "ERP",
+    formats: Annotated[list[str] | None, Field(description="Default: GraphOmni's 7.")] = None,
+    schemes: Annotated[list[str] | None, Field(description="Default: all 9.")] = None,
+    budget: Annotated[float, Field(description="Most combinations evaluated, as a fraction.", gt=0, le=1)] = 0.25,
+    batch: Annotated[int, Field(description="Questions per arm in the first round.", ge=1, le=200)] = 4,
+    generator: str = "ERP",
     difficulty: Annotated[str, Field(description="easy, medium or hard.")] = "easy",
-    seed: Annotated[int, Field(description="Seed of the questions.")] = 0,
-    exhaustive: Annotated[bool, Field(description="Also evaluate every combination to report Rate "
-                                                  "(costs all combinations).")] = False,
+    seed: int = 0,
+    exhaustive: Annotated[bool, Field(description="Also evaluate every combination, for Rate.")] = False,
     llm: ChatModel | None = None,
     progress: Progress | None = None,
 ) -> OptimizeResult:
-    """Pick the best (serialization, prompt scheme) pair for a task on an LLM, evaluating few combinations.
+    """Find the best (serialization, prompt scheme) pair for a task on an LLM, cheaply.
 
-    Factor-wise successive halving: halve over formats at an anchor scheme, then over schemes at the
-    chosen format, then spend what budget is left on runner-up formats. Reports Cost (fraction of
-    combinations evaluated) and, with exhaustive=true, Rate (chosen accuracy / exhaustive best).
+    Successive halving within `budget`. Returns the pair, its accuracy, Cost (share evaluated) and, with exhaustive,
+    Rate (its accuracy / the best).
     """
     model = resolve_llm(llm)
     t = get_task(task)
@@ -514,7 +490,7 @@ async def graph_optimize_factors(
 
 
 TOOLS: list[ToolSpec] = [
-    ToolSpec(graph_list_tasks, title="List graph tasks, formats, generators and prompt schemes"),
+    ToolSpec(graph_list_tasks, title="List graph tasks, formats and schemes"),
     ToolSpec(graph_generate, title="Generate a seeded graph"),
     ToolSpec(graph_serialize, title="Serialize a graph"),
     ToolSpec(graph_parse, title="Parse a serialized graph"),
@@ -523,6 +499,6 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(graph_prompt, title="Build a graph-reasoning prompt", heavy=True),
     ToolSpec(graph_benchmark, title="Benchmark an LLM on graph reasoning", read_only=False, open_world=True,
              idempotent=False),
-    ToolSpec(graph_optimize_factors, title="Find the best serialization and prompt scheme for an LLM",
+    ToolSpec(graph_optimize_factors, title="Best graph format and prompt scheme",
              read_only=False, open_world=True, idempotent=False),
 ]

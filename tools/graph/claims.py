@@ -16,12 +16,13 @@ import math
 import re
 from dataclasses import dataclass
 
-import networkx as nx
-
 from tools.errors import InvalidInput
 from tools.graph.answers import answer_part, find_node_sequences, token_pattern
 from tools.graph.model import Node
 from tools.graph.serialize import node_of_label
+from tools.lazy import LazyModule
+
+nx = LazyModule("networkx")
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import networkx as nx
-
 from tools.errors import InvalidInput, unknown_name
 from tools.graph.model import check_size
+from tools.lazy import LazyModule
+
+nx = LazyModule("networkx")
 
 DIFFICULTIES: dict[str, tuple[int, int]] = {"easy": (5, 10), "medium": (10, 20), "hard": (20, 30)}
 
@@ -107,9 +108,9 @@ def _simple(G: nx.Graph) -> nx.Graph:
     return H
 
 
-def _real(loader: Callable[[], nx.Graph]) -> Callable[[int, random.Random], nx.Graph]:
+def _real(loader: str) -> Callable[[int, random.Random], nx.Graph]:
     def make(n: int, rng: random.Random) -> nx.Graph:
-        G = loader()
+        G = getattr(nx, loader)()  # by name, so that networkx is imported at the first call, not here
         order = sorted(G.nodes(), key=str) if not all(isinstance(u, int) for u in G) else sorted(G.nodes())
         index = {u: i for i, u in enumerate(order)}
         H = nx.Graph()
@@ -134,16 +135,16 @@ GENERATORS: dict[str, Generator] = {
         Generator("complete", "complete graph", "GraphQA", lambda n, r: nx.complete_graph(n)),
         Generator("star", "star graph (one centre)", "GraphQA", lambda n, r: nx.star_graph(max(n - 1, 0))),
         Generator("path", "path graph", "GraphQA", lambda n, r: nx.path_graph(n)),
-        Generator("karate_club", "Zachary's karate club (34 nodes)", "networkx", _real(nx.karate_club_graph),
+        Generator("karate_club", "Zachary's karate club (34 nodes)", "networkx", _real("karate_club_graph"),
                   fixed_size=True),
         Generator("florentine_families", "Florentine families (15 nodes)", "networkx",
-                  _real(nx.florentine_families_graph), fixed_size=True),
+                  _real("florentine_families_graph"), fixed_size=True),
         Generator("davis_southern_women", "Davis southern women, bipartite (32 nodes)", "networkx",
-                  _real(nx.davis_southern_women_graph), fixed_size=True),
+                  _real("davis_southern_women_graph"), fixed_size=True),
         Generator("les_miserables", "Les Misérables co-occurrence (77 nodes)", "networkx",
-                  _real(nx.les_miserables_graph), fixed_size=True),
-        Generator("petersen", "Petersen graph (10 nodes)", "networkx", _real(nx.petersen_graph), fixed_size=True),
-        Generator("dodecahedral", "dodecahedral graph (20 nodes)", "networkx", _real(nx.dodecahedral_graph),
+                  _real("les_miserables_graph"), fixed_size=True),
+        Generator("petersen", "Petersen graph (10 nodes)", "networkx", _real("petersen_graph"), fixed_size=True),
+        Generator("dodecahedral", "dodecahedral graph (20 nodes)", "networkx", _real("dodecahedral_graph"),
                   fixed_size=True),
     ]
 }

@@ -15,12 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import networkx as nx
-
 from tools.errors import InvalidInput
 from tools.graph.model import build_graph, canonical_edges
 from tools.graph.serialize import parse
 from tools.graph.tasks import Params, check, get_task, solve, task_params
+from tools.lazy import LazyModule
+
+nx = LazyModule("networkx")
 
 SAMPLE_NAME = "graph/graphomni_ltm_adjset_queries.jsonl.gz"
 _TASKS = {"bfsorder": "bfsorder", "connectivity": "connectivity", "cycle": "cycle", "diameter": "diameter",

@@ -18,11 +18,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import networkx as nx
 from pydantic import BaseModel, Field
 
 from tools.errors import InvalidInput, LimitExceeded
+from tools.lazy import LazyModule
 from tools.settings import get_settings
+
+nx = LazyModule("networkx")
 
 Node = int | str
 
@@ -30,21 +32,11 @@ Node = int | str
 class GraphSpec(BaseModel):
     """A graph as JSON: node labels (integers or names), edges as [u, v] or [u, v, weight]."""
 
-    nodes: list[Any] | None = Field(
-        None, description="Node labels: non-negative integers or names such as 'a0' (letters, digits, underscores). "
-                          "Optional when every node has an edge."
-    )
-    edges: list[list[Any]] = Field(
-        default_factory=list, description="Edges as [u, v] or [u, v, weight]; for a directed graph u -> v."
-    )
-    directed: bool = Field(False, description="True for a directed graph.")
-    weights: list[float] | None = Field(
-        None, description="Optional edge weights, one per edge in order (instead of a third edge entry)."
-    )
-    features: dict[str, list[float]] | None = Field(
-        None, description="Optional node feature vectors, {node label: [x, y, ...]}, one per node, all the same "
-                          "length (the gnn task needs them)."
-    )
+    nodes: list[Any] | None = Field(None, description="For isolated nodes.")
+    edges: list[list[Any]] = Field(default_factory=list)
+    directed: bool = False
+    weights: list[float] | None = Field(None, description="One per edge.")
+    features: dict[str, list[float]] | None = Field(None, description="{label: [x, ...]} (gnn task).")
 
 
 def _limits():

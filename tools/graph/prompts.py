@@ -16,14 +16,15 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 
-import networkx as nx
-
 from tools.errors import InvalidInput, unknown_name
 from tools.graph.answers import parse_bool, parse_node_list, parse_number
 from tools.graph.generate import generate
 from tools.graph.model import feature_dim, is_weighted
 from tools.graph.serialize import FORMATS, format_key, label_of
 from tools.graph.tasks import Params, Solution, Task, applicable, render_question, sample_params, solve
+from tools.lazy import LazyModule
+
+nx = LazyModule("networkx")
 
 SCHEMES: dict[str, str] = {
     "none": "zero-shot, bare answer cue",

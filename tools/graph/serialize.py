@@ -24,11 +24,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import networkx as nx
-
 from tools.errors import InvalidInput, LimitExceeded, unknown_name
 from tools.graph.model import build_graph, canonical_edges, fmt_weight, has_named_nodes, is_weighted, sorted_nodes
+from tools.lazy import LazyModule
 from tools.settings import get_settings
+
+nx = LazyModule("networkx")
 
 NAMES = [
     "James", "Robert", "John", "Michael", "David", "Mary", "Patricia", "Jennifer", "Linda", "Elizabeth",

@@ -21,14 +21,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 from tools.errors import InvalidInput, LimitExceeded, unknown_name
 from tools.graph import claims
 from tools.graph.answers import parse_bool, parse_node_list, parse_number, says_no_path
 from tools.graph.model import Node, feature_dim, is_weighted, node_key, require_node, sorted_nodes
+from tools.lazy import LazyModule
 from tools.progress import Progress, checkpoint, running
 from tools.settings import get_settings
+
+nx = LazyModule("networkx")
 
 Params = dict[str, Node]
 

@@ -71,10 +71,10 @@ class SingleShotResult(BaseModel):
 
 
 class Document(BaseModel):
-    task: str = Field(description="The question or instruction for this document.")
-    answers: list[str] = Field(description="Gold answers; a prediction is correct when one occurs in it.")
-    text: str | None = Field(None, description="The document inline.")
-    path: str | None = Field(None, description="Or a file in the roots / a sample:// URI.")
+    task: str = Field(description="The question or instruction.")
+    answers: list[str]
+    text: str | None = Field(None, description="The document inline, or give `path`.")
+    path: str | None = None
 
 
 class CandidateScore(BaseModel):
@@ -98,17 +98,17 @@ class ChooseResult(BaseModel):
 
 
 class SinglePoint(BaseModel):
-    tokens: int = Field(gt=0, description="Text length in tokens.")
-    accuracy: float = Field(ge=0, le=1, description="Single-shot accuracy at that length.")
-    items: int | None = Field(None, gt=0, description="Items behind the accuracy (for the zero-loss floor).")
+    tokens: int = Field(gt=0)
+    accuracy: float = Field(ge=0, le=1)
+    items: int | None = Field(None, gt=0, description="Items behind the accuracy.")
 
 
 class ChunkedPoint(BaseModel):
-    tokens: int = Field(gt=0, description="Text length in tokens.")
+    tokens: int = Field(gt=0)
     chunk_tokens: int = Field(gt=0, description="Text tokens per chunk.")
-    accuracy: float = Field(ge=0, le=1, description="Chunked accuracy at that length.")
-    items: int | None = Field(None, gt=0)
-    n_chunks: int | None = Field(None, gt=0, description="Chunks used; ceil(tokens/chunk_tokens) when omitted.")
+    accuracy: float = Field(ge=0, le=1)
+    items: int | None = Field(None, gt=0, description="Items behind the accuracy.")
+    n_chunks: int | None = Field(None, gt=0, description="Default: ceil(tokens/chunk_tokens).")
 
 
 class FitRow(BaseModel):

@@ -165,21 +165,15 @@ def name_regime(single: PowerLaw | None, single_loss_at_t: float, chunked_loss_a
 def longctx_fit_noise(
     single_shot: Annotated[list[SinglePoint], Field(description="Single-shot accuracy at several lengths.")],
     chunked: Annotated[list[ChunkedPoint], Field(description="Chunked accuracy at several lengths and chunk "
-                                                 "sizes (may be empty).")] = [],  # noqa: B006
-    target_tokens: Annotated[int | None, Field(gt=0, description="Length to judge at (default: the longest "
-                                               "measured).")] = None,
-    trivial_loss: Annotated[float, Field(gt=0, description="Loss under which single-shot counts as good enough "
-                                         "(0.05 is about 95% accuracy).")] = TRIVIAL_LOSS,
+                                                 "sizes.")] = [],  # noqa: B006
+    target_tokens: Annotated[int | None, Field(gt=0, description="Length to judge at; default: the longest.")] = None,
+    trivial_loss: Annotated[float, Field(gt=0, description="Single-shot loss that is good enough (0.05: about "
+                                         "95% accuracy).")] = TRIVIAL_LOSS,
 ) -> NoiseFitResult:
-    """Fit the divide-and-conquer noise model to measured accuracies and say whether to chunk.
+    """Say whether to chunk: fit the noise model to accuracies measured at several lengths.
 
-    Use after measuring single-shot accuracy at several lengths (longctx_single_shot) and, ideally,
-    chunked accuracy (longctx_answer). Loss is -ln(accuracy). Fits single-shot loss
-    L(T) = alpha * T^beta and chunked loss = aggregator noise + n_chunks * per-chunk loss; splits the
-    per-chunk loss into model noise alpha * c^beta and task noise. Names the regime at the target
-    length: trivial (read whole), brain_fog (model noise dominates: chunk) or silo (task noise
-    dominates: don't chunk), and gives the crossover length of Proposition 3.1 beyond which chunking
-    wins, and the chunk size the fitted noise predicts is best. Pure arithmetic, no model calls.
+    Returns the regime at the target length (trivial: read whole; brain_fog: chunk; silo: don't), the crossover
+    length and the best chunk size. No model calls.
     """
     lim = get_settings().longctx.max_measurements
     if len(single_shot) > lim or len(chunked) > lim:

@@ -20,23 +20,20 @@ from tools.settings import get_settings
 
 TaskKindArg = Annotated[
     Literal["retrieval", "qa", "summarization", "aggregation"],
-    Field(description="retrieval (an exact value), qa (a short answer), summarization, or aggregation "
-                      "(min, max or count; set `aggregate`)."),
+    Field(description="retrieval: exact value; qa: short answer; aggregation: set `aggregate`."),
 ]
 AggregateArg = Annotated[
     Literal["min", "max", "count"] | None,
-    Field(description="For task_kind='aggregation': min, max or count. Leave unset otherwise."),
+    Field(description="Only for task_kind='aggregation'."),
 ]
 TopologyArg = Annotated[
     Literal["workers_manager", "chain", "map_reduce"],
-    Field(description="workers_manager: parallel workers answer or say NA, a manager decides (default). chain: "
-                      "sequential workers pass running notes (Chain-of-Agents). map_reduce: map with confidence, "
-                      "collapse, reduce (LLM x MapReduce)."),
+    Field(description="workers_manager: a manager decides; chain: notes passed along (facts spread over chunks); "
+                      "map_reduce: confidence-scored."),
 ]
-EncodingArg = Annotated[str, Field(description="Token encoding: cl100k_base (default), o200k_base or approx.")]
-TextArg = Annotated[str | None, Field(description="The long text inline. Or give `path`.")]
-PathArg = Annotated[str | None, Field(description="A UTF-8 text file inside the roots, or a sample:// URI "
-                                                  "(e.g. sample://longctx/alice.txt).")]
+EncodingArg = Annotated[str, Field(description="cl100k_base, o200k_base or approx.")]
+TextArg = Annotated[str | None, Field(description="The text inline, or give `path`.")]
+PathArg = Annotated[str | None, Field(description="A UTF-8 file, e.g. sample://longctx/alice.txt.")]
 
 
 def _tokenizer(name: str) -> Tokenizer:
@@ -84,35 +81,25 @@ def _answer_result(run: RunResult, llm: ChatModel, text_tokens: int, chunk_token
 
 
 async def longctx_answer(
-    task: Annotated[str, Field(description="The question or instruction, e.g. 'Who wrote the letter?'. For key-value "
-                                           "retrieval include the key.")],
+    task: Annotated[str, Field(description="The question or instruction (for key-value retrieval, with the key).")],
     text: TextArg = None,
     path: PathArg = None,
     task_kind: TaskKindArg = "qa",
     aggregate: AggregateArg = None,
     topology: TopologyArg = "workers_manager",
-    chunk_tokens: Annotated[int, Field(ge=64, le=1_000_000, description="Tokens of each worker prompt, template "
-                                       "and task included (the text gets the rest).")] = 4000,
-    overlap_tokens: Annotated[int, Field(ge=0, description="Tokens consecutive chunks share (about 5% of the "
-                                         "chunk); forced to 0 for counting.")] = 200,
-    planner: Annotated[bool, Field(description="First rewrite the task into a per-chunk instruction.")] = False,
-    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at the same time (the endpoint's own "
-                                      "cap, RESEARCH_MCP_LLM_CONCURRENCY, also applies).")] = 8,
+    chunk_tokens: Annotated[int, Field(ge=64, le=1_000_000, description="Tokens per worker prompt, "
+                                       "template and task included.")] = 4000,
+    overlap_tokens: Annotated[int, Field(ge=0, description="Tokens consecutive chunks share; 0 for counting.")] = 200,
+    planner: Annotated[bool, Field(description="First rewrite the task as a per-chunk instruction.")] = False,
+    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at once.")] = 8,
     encoding: EncodingArg = DEFAULT_ENCODING,
     progress: Progress | None = None,
     llm: ChatModel | None = None,
 ) -> AnswerResult:
     """Answer a question over a long text by splitting it into chunks that worker models read.
 
-    Use when the text is too long for one call, or long enough that a model reading it whole gets
-    lost (see longctx_fit_noise). The text is cut at paragraph or sentence bounds into chunks that
-    together cover all of it. With the default topology each worker answers from its chunk or says
-    NA and a manager decides; `chain` passes running notes along (better when facts must be combined
-    across chunks); `map_reduce` merges confidence-scored results. Min, max and count are combined
-    exactly in code. Returns the answer, how many chunks were read, which failed (never silently
-    dropped), the non-NA evidence with character spans, and call and token counts. Progress is
-    reported per chunk; cancelling stops the remaining calls. Bounds: text up to
-    RESEARCH_MCP_LONGCTX__MAX_TEXT_CHARS characters and RESEARCH_MCP_LONGCTX__MAX_CHUNKS chunks.
+    For texts too long for one call or lost in a whole read. Returns the answer, failed chunks, evidence spans,
+    calls and tokens.
     """
     spec = _spec(task, task_kind, aggregate)
     body = load_text(text, path)
@@ -138,12 +125,9 @@ async def longctx_single_shot(
     encoding: EncodingArg = DEFAULT_ENCODING,
     llm: ChatModel | None = None,
 ) -> SingleShotResult:
-    """Answer a question with the whole text in one model call (the baseline chunking is measured against).
+    """Answer a question with the whole text in one model call (the baseline chunking beats).
 
-    Use for texts that fit the model's context, or to measure how single-shot accuracy falls with
-    length (feed the results to longctx_fit_noise). Returns the answer and token counts. Bound: the
-    text may have at most RESEARCH_MCP_LONGCTX__MAX_SINGLE_SHOT_TOKENS tokens; longer texts need
-    longctx_answer.
+    Returns the answer and token counts. Past max_single_shot_tokens, use longctx_answer.
     """
     spec = _spec(task, task_kind, aggregate)
     body = load_text(text, path)
@@ -159,28 +143,23 @@ async def longctx_single_shot(
 
 
 async def longctx_choose_chunk_size(
-    documents: Annotated[list[Document], Field(min_length=1, description="m documents (3-5 is typical), each with "
-                                               "a task and gold answers, inline text or a path.")],
-    candidates: Annotated[list[int], Field(min_length=1, description="Chunk sizes (worker prompt tokens) to try.")]
+    documents: Annotated[list[Document], Field(min_length=1, description="Labelled documents; 3-5 is typical.")],
+    candidates: Annotated[list[int], Field(min_length=1, description="Chunk sizes (prompt tokens) to try.")]
     = [1000, 2000, 4000, 8000],  # noqa: B006 - pydantic copies defaults
     task_kind: TaskKindArg = "qa",
     aggregate: AggregateArg = None,
     topology: TopologyArg = "workers_manager",
-    overlap_fraction: Annotated[float, Field(ge=0, le=0.5, description="Overlap as a fraction of the chunk.")] = 0.05,
+    overlap_fraction: Annotated[float, Field(ge=0, le=0.5, description="Share of the chunk.")] = 0.05,
     include_single_shot: Annotated[bool, Field(description="Also score reading each document whole.")] = False,
-    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at the same time.")] = 8,
+    concurrency: Annotated[int, Field(ge=1, le=64, description="Chunks read at once.")] = 8,
     encoding: EncodingArg = DEFAULT_ENCODING,
     progress: Progress | None = None,
     llm: ChatModel | None = None,
 ) -> ChooseResult:
-    """Pick the chunk size by running chunked answering with each candidate on a few labelled documents.
+    """Pick the chunk size by trying each candidate on a few labelled documents.
 
-    Use before a large run: the best chunk size balances model noise (long chunks confuse the
-    model) against task noise (short chunks split facts that belong together) and aggregator
-    noise. A prediction counts as correct when a gold answer occurs in it (normalised). Returns
-    the accuracy, mean chunk count and calls per candidate, the best size (ties go to the larger,
-    which costs fewer calls) and, optionally, single-shot accuracy. Bounds:
-    RESEARCH_MCP_LONGCTX__MAX_DOCUMENTS documents, RESEARCH_MCP_LONGCTX__MAX_CANDIDATES sizes.
+    Returns accuracy (a gold answer in the prediction), chunks and calls per candidate and the best size. Bounded by
+    max_documents and max_candidates.
     """
     lim = get_settings().longctx
     if len(documents) > lim.max_documents:

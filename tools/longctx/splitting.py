@@ -18,24 +18,17 @@ from tools.paths import output_path
 
 
 def longctx_chunk(
-    text: Annotated[str | None, Field(description="The text inline. Or give `path`.")] = None,
-    path: Annotated[str | None, Field(description="A UTF-8 text file inside the roots, or a sample:// URI "
-                                                  "(e.g. sample://longctx/alice.txt).")] = None,
-    chunk_tokens: Annotated[int, Field(ge=1, le=1_000_000, description="Most tokens per chunk.")] = 4000,
-    overlap_tokens: Annotated[int, Field(ge=0, description="Most tokens consecutive chunks share "
-                                         "(at most half a chunk).")] = 200,
-    encoding: Annotated[str, Field(description="cl100k_base (default), o200k_base or approx.")] = DEFAULT_ENCODING,
-    write_file: Annotated[bool, Field(description="Also write every chunk's full text to a JSONL file.")] = False,
+    text: Annotated[str | None, Field(description="The text inline, or give `path`.")] = None,
+    path: Annotated[str | None, Field(description="A UTF-8 file, e.g. sample://longctx/alice.txt.")] = None,
+    chunk_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 4000,
+    overlap_tokens: Annotated[int, Field(ge=0, description="Tokens neighbours share (<= half a chunk).")] = 200,
+    encoding: Annotated[str, Field(description="cl100k_base, o200k_base or approx.")] = DEFAULT_ENCODING,
+    write_file: Annotated[bool, Field(description="Also write every chunk's text to a new JSONL file.")] = False,
 ) -> ChunkResult:
-    """Split a long text into chunks of at most `chunk_tokens` tokens that together cover all of it.
+    """Split a long text into chunks of at most `chunk_tokens` tokens that cover all of it.
 
-    Use to see how longctx_answer will read a text, or to feed chunks to another tool. Cuts fall on
-    paragraph, line or sentence bounds where one is near the budget; consecutive chunks share up to
-    `overlap_tokens` tokens so that a passage shorter than the overlap is never cut. Returns each
-    chunk's character span, token count and a preview (full texts in a JSONL file when write_file is
-    set; that file is new, in the server's output folder, so the tool changes no file of yours). Token
-    counts use OpenAI's BPE vocabularies, offline. Bounds:
-    RESEARCH_MCP_LONGCTX__MAX_TEXT_CHARS characters, RESEARCH_MCP_LONGCTX__MAX_CHUNKS chunks.
+    As longctx_answer reads it: spans, token counts, previews (texts in a JSONL file with write_file). Bounded by
+    max_text_chars and max_chunks.
     """
     body = load_text(text, path)
     if encoding not in ENCODING_NAMES:

@@ -63,27 +63,21 @@ def _load_features(scores_path: str | None, scores: list[list[float]] | None, sc
 
 
 def nid_dp_audit(
-    scores_path: Annotated[str | None, Field(description="NPZ written by nid_score.")] = None,
-    scores: Annotated[list[list[float]] | None, Field(description="Or inline rows: NID score, then its GIDs' "
-                                                      "(higher = more member-like).")] = None,
-    score: Annotated[ScoreName, Field(description="Which membership score ranks the candidates.")] = "loss",
-    mode: Annotated[Literal["rank", "binary"], Field(description="rank: NID among c candidates, success if in the "
-                                                     "top r; binary: Steinke et al.'s c=2, r=1 game with "
-                                                     "abstention.")] = "rank",
-    c: Annotated[int | None, Field(description="Candidates per NID (the NID + c-1 GIDs); all when omitted.")] = None,
-    r: Annotated[int, Field(description="Top-r threshold, 1 <= r < c.")] = 1,
-    alpha: Annotated[float, Field(description="Significance level, in (0, 1).")] = 0.05,
-    delta: Annotated[float, Field(description="delta of the (eps, delta)-DP claim being audited.")] = 0.0,
-    guesses: Annotated[int | None, Field(description="Binary mode: guess only on this many pairs with the largest "
-                                         "score gap (abstain on the rest); all when omitted.")] = None,
+    scores_path: Annotated[str | None, Field(description="NPZ from nid_score.")] = None,
+    scores: Annotated[list[list[float]] | None, Field(description="Or rows: the NID's score, then its GIDs'.")] = None,
+    score: ScoreName = "loss",
+    mode: Annotated[Literal["rank", "binary"], Field(description="rank: success if the NID is in the top r of c; "
+                                                     "binary: Steinke et al.'s c=2 game with abstention.")] = "rank",
+    c: Annotated[int | None, Field(description="Candidates per NID; default: all.")] = None,
+    r: Annotated[int, Field(description="1 <= r < c.")] = 1,
+    alpha: float = 0.05,
+    delta: Annotated[float, Field(description="Of the (eps, delta)-DP claim audited.")] = 0.0,
+    guesses: Annotated[int | None, Field(description="Binary: guess on this many largest-gap pairs; default: "
+                                         "all.")] = None,
 ) -> AuditOutput:
-    """Lower-bound the privacy loss eps of a trained model from one run, with NIDs as canaries (no retraining).
+    """Lower-bound a trained model's DP eps from one run, with NIDs as canaries (no retraining).
 
-    Use it after nid_score on NIDs that were in the training data. Each NID is ranked among c candidates; v
-    NIDs land in the top r. Under eps-DP, P[V >= v] <= P[sum Bernoulli(r e^eps/(c-1+e^eps)) >= v] (+ a delta
-    term); the bound is the largest eps whose p-value stays below alpha. It holds for DP with respect to
-    replacing one training text (a candidate) by another; for add/remove-one (eps, delta)-DP compare against
-    2 eps and (1 + e^eps) delta. Returns the bound, v and the p-value at eps = 0.
+    After nid_score. The bound is for replacing one text (add/remove-one: compare with 2 eps).
     """
     import numpy as np
 
@@ -131,16 +125,14 @@ class InferenceOutput(BaseModel):
 
 
 def nid_dataset_inference(
-    scores_path: Annotated[str, Field(description="NPZ written by nid_score (all scores are features).")],
-    folds: Annotated[int, Field(description="Grouped K-fold splits.")] = 5,
-    seed: Annotated[int, Field(description="Seed for fold assignment and tie breaking.")] = 0,
-    plot: Annotated[bool, Field(description="Write a PNG histogram of the NIDs' ranks.")] = True,
+    scores_path: Annotated[str, Field(description="NPZ from nid_score.")],
+    folds: int = 5,
+    seed: int = 0,
+    plot: bool = True,
 ) -> InferenceOutput:
-    """Test whether a set of NIDs was in a model's training data, with their GIDs as the held-out set.
+    """Test whether NIDs were in a model's training data, their GIDs being the held-out set.
 
-    Use it after nid_score. Gradient-boosted trees learn NID vs GID from all membership scores out of fold
-    (an NID and its GIDs share a fold); each NID's rank among its GIDs is uniform if the NIDs were not trained
-    on. A one-sided KS test rejects at p < 0.01. Also returns Maini et al.'s t-test p-value and a rank histogram.
+    After nid_score: a KS p-value of the NIDs' out-of-fold ranks (reject at 0.01), a t-test and a histogram.
     """
     import numpy as np
     from threadpoolctl import threadpool_limits

@@ -11,15 +11,15 @@ from tools.spec import ToolSpec
 TOOLS: list[ToolSpec] = [
     ToolSpec(nid_detect, title="Detect natural identifiers"),
     ToolSpec(nid_generate, title="Generate same-format identifiers (GIDs)"),
-    ToolSpec(nid_blind_filter, title="Blind filter: can characters tell NIDs from GIDs?", heavy=True),
+    ToolSpec(nid_blind_filter, title="Blind filter of NIDs vs GIDs", heavy=True),
     ToolSpec(nid_score, title="Membership scores of NIDs and GIDs", read_only=False, idempotent=True, heavy=True,
              open_world=True),
     ToolSpec(nid_dp_audit, title="One-run DP audit (eps lower bound)"),
     ToolSpec(nid_dataset_inference, title="Dataset inference with NIDs", read_only=False, heavy=True),
     ToolSpec(nid_train_model, title="Train a small byte-level LM (optionally DP-SGD)", read_only=False,
              idempotent=False, heavy=True),
-    ToolSpec(nid_finetune, title="LoRA fine-tune of the embedded Gemma 3 270M (optionally DP-SGD)", read_only=False,
+    ToolSpec(nid_finetune, title="LoRA fine-tune of Gemma 3 270M", read_only=False,
              idempotent=False, heavy=True),
-    ToolSpec(nid_corpus_scan, title="Detect and score NIDs across a corpus of files (Dask)", read_only=False,
+    ToolSpec(nid_corpus_scan, title="Scan a corpus for NIDs (Dask)", read_only=False,
              heavy=True),
 ]

@@ -250,29 +250,26 @@ class CorpusScanResult(BaseModel):
 
 
 def nid_corpus_scan(
-    paths: Annotated[list[str], Field(description="Corpus files or folders (JSONL, Parquet, text) inside the roots.")],
-    text_field: Annotated[str, Field(description="JSONL field / Parquet column with each document's text.")] = "text",
-    types: Annotated[list[str] | None, Field(description="NID types to look for; all when omitted.")] = None,
+    paths: Annotated[list[str], Field(description="Files or folders (JSONL, Parquet, text) in the roots.")],
+    text_field: Annotated[str, Field(description="JSONL field / Parquet column of the text.")] = "text",
+    types: Annotated[list[str] | None, Field(description="Types to look for; default: all.")] = None,
     plausible_only: Annotated[bool, Field(description="Drop values that cannot be random (1L, 20100212L).")] = True,
-    max_results: Annotated[int, Field(ge=0, le=1000, description="Distinct identifiers listed inline.")] = 50,
-    model: Annotated[str | None, Field(description="A byte-LM checkpoint (nid_train_model) or Hugging Face causal-LM "
-                                       "folder: also score each distinct NID against its GIDs.")] = None,
-    n_gids: Annotated[int, Field(ge=1, description="GIDs per NID when scoring.")] = 15,
-    max_nids: Annotated[int, Field(ge=1, description="Most NIDs scored (a seeded random subset past it).")] = 200,
+    max_results: Annotated[int, Field(ge=0, le=1000)] = 50,
+    model: Annotated[str | None, Field(description="Also score each NID against its GIDs with this checkpoint "
+                                       "or Hugging Face folder (as nid_score).")] = None,
+    n_gids: Annotated[int, Field(ge=1, description="GIDs per NID.")] = 15,
+    max_nids: Annotated[int, Field(ge=1)] = 200,
     prefix_chars: Annotated[int, Field(ge=0, le=4096, description="Context kept before the identifier.")] = 64,
     suffix_chars: Annotated[int, Field(ge=0, le=4096, description="Context kept after it.")] = 8,
-    k: Annotated[float, Field(gt=0, le=1, description="Fraction of lowest tokens for Min-K% and Min-K%++.")] = 0.2,
-    recall: Annotated[bool, Field(description="Also compute ReCaLL when scoring.")] = True,
-    seed: Annotated[int, Field(description="Seed for GIDs and the scored subset.")] = 0,
+    k: Annotated[float, Field(gt=0, le=1, description="Min-K% fraction.")] = 0.2,
+    recall: bool = True,
+    seed: int = 0,
     progress: Progress | None = None,
 ) -> CorpusScanResult:
-    """Detect natural identifiers across a corpus of many files, and optionally score them, partitioned on Dask.
+    """Detect natural identifiers across a corpus of many files on Dask, optionally scoring them.
 
-    Use it when the text is too big for nid_detect / nid_score: a folder of JSONL dumps, Parquet shards or
-    logs. Files are split into byte ranges (row groups for Parquet), each scanned as one task on the
-    Dask cluster (embedded, or RESEARCH_MCP_DASK_SCHEDULER); results equal one pass over the whole corpus.
-    Returns counts per type, the first max_results distinct identifiers with file and line, a CSV of all,
-    and with `model` an NPZ of membership scores (input to nid_dp_audit / nid_dataset_inference).
+    For JSONL dumps, Parquet shards, logs too big for nid_detect. Counts per type, identifiers with file and line, a
+    CSV and, with `model`, an NPZ as nid_score's.
     """
     from tools.execution import map_partitions, will_distribute
 

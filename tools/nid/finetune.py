@@ -34,6 +34,7 @@ class LoRAConfig:
     dp_epsilon: float | None = None  # target eps (add/remove one text); None: no DP
     dp_delta: float = 1e-5
     max_grad_norm: float = 1.0
+    top_layers: int | None = None  # adapters on the last N decoder layers only (backward stops below them)
 
 
 @dataclass
@@ -73,25 +74,62 @@ def load_adapter_model(path: Path, progress: Progress | None = None):
     return model, tokenizer
 
 
-def _encode(tokenizer, texts: list[str], max_tokens: int):
+def _encode(tokenizer, texts: list[str], max_tokens: int, spans: list[tuple[int, int]] | None = None):
+    """(input ids, targets, attention mask); targets are -100 except where a token of the text's span is predicted."""
     import torch
 
-    enc = [tokenizer(t, add_special_tokens=True)["input_ids"][:max_tokens] for t in texts]
-    width = max(len(e) for e in enc)
-    x = torch.zeros((len(enc), width), dtype=torch.long)
-    y = torch.full((len(enc), width), -100, dtype=torch.long)
-    for i, e in enumerate(enc):
+    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True)
+    ids = [list(e)[:max_tokens] for e in enc["input_ids"]]
+    width = max(len(e) for e in ids)
+    x = torch.zeros((len(ids), width), dtype=torch.long)
+    y = torch.full((len(ids), width), -100, dtype=torch.long)
+    m = torch.zeros((len(ids), width), dtype=torch.long)
+    for i, e in enumerate(ids):
         x[i, : len(e)] = torch.tensor(e)
-        y[i, : len(e) - 1] = torch.tensor(e[1:])
-    return x, y
+        m[i, : len(e)] = 1
+        if spans is None:
+            y[i, : len(e) - 1] = torch.tensor(e[1:])
+            continue
+        a, b = spans[i]
+        offs = enc["offset_mapping"][i]
+        for t in range(1, len(e)):
+            if offs[t][0] < b and offs[t][1] > a:
+                y[i, t - 1] = e[t]
+    if spans is not None:  # positions after the last labelled one cannot change the loss (causal attention)
+        last = int(torch.nonzero((y != -100).any(0)).max()) + 1 if bool((y != -100).any()) else width
+        x, y, m = x[:, :last], y[:, :last], m[:, :last]
+    return x, y, m
 
 
-def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, tokenizer=None,
-                  progress: Progress | None = None) -> LoRAResult:
-    """Train LoRA adapters on `texts` for `cfg.steps` steps and save the adapter folder at `out` (atomically)."""
+def _span_loss(model, xb, yb, mb):
+    """Mean over texts of the mean next-token loss on the labelled positions; the output head runs only there."""
+    import torch
+    from torch.nn import functional as F
+
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    h = inner.get_decoder()(input_ids=xb, attention_mask=mb).last_hidden_state
+    rows, cols = torch.nonzero(yb != -100, as_tuple=True)
+    logits = inner.get_output_embeddings()(h[rows, cols]).float()
+    cap = getattr(inner.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    tok = F.cross_entropy(logits, yb[rows, cols], reduction="none")
+    n = xb.shape[0]
+    per_text = torch.zeros(n, dtype=tok.dtype).index_add(0, rows, tok)
+    count = torch.zeros(n, dtype=tok.dtype).index_add(0, rows, torch.ones_like(tok))
+    return (per_text / count.clamp_min(1.0)).mean()
+
+
+def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, spans: list[tuple[int, int]] | None = None,
+                  model=None, tokenizer=None, progress: Progress | None = None) -> LoRAResult:
+    """Train LoRA adapters on `texts` for `cfg.steps` steps and save the adapter folder at `out` (atomically).
+
+    With `spans` (one character span [start, end) per text, e.g. the identifier's) the loss covers only the
+    tokens overlapping the span; otherwise every next-token prediction of the text. `model`/`tokenizer`: a
+    private base model to put the adapters on (it is modified); a fresh copy of the embedded base when omitted.
+    """
     import torch
     from peft import LoraConfig, get_peft_model
-    from torch.nn import functional as F
 
     t0 = time.perf_counter()
     if progress is not None:
@@ -101,11 +139,16 @@ def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, t
         model, tokenizer = fresh_base(progress)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        n_layers = int(model.config.num_hidden_layers)
+        layers = None if cfg.top_layers is None else list(range(max(0, n_layers - cfg.top_layers), n_layers))
         peft_model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0,
-                                                      target_modules=["q_proj", "v_proj"], bias="none"))
+                                                      target_modules=["q_proj", "v_proj"], bias="none",
+                                                      layers_to_transform=layers))
     trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
-    x, y = _encode(tokenizer, texts, cfg.max_tokens)
-    data = torch.utils.data.TensorDataset(x, y)
+    if spans is not None and len(spans) != len(texts):
+        raise ValueError(f"{len(spans)} spans for {len(texts)} texts")
+    x, y, m = _encode(tokenizer, texts, cfg.max_tokens, spans)
+    data = torch.utils.data.TensorDataset(x, y, m)
     n = len(texts)
     batches_per_epoch = max(1, math.ceil(n / cfg.batch_size))
     epochs = max(1, math.ceil(cfg.steps / batches_per_epoch))
@@ -132,7 +175,7 @@ def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, t
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
         while step < cfg.steps:
-            for xb, yb in loader:
+            for xb, yb, mb in loader:
                 if step >= cfg.steps:
                     break
                 optimizer.zero_grad(set_to_none=True)
@@ -140,11 +183,7 @@ def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, t
                     optimizer.step()
                     step += 1
                     continue
-                logits = module(input_ids=xb, attention_mask=(yb != -100) | (xb != 0)).logits
-                tok = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), yb.reshape(-1),
-                                      ignore_index=-100, reduction="none").view(yb.shape)
-                mask = (yb != -100).float()
-                loss = ((tok * mask).sum(1) / mask.sum(1).clamp_min(1.0)).mean()
+                loss = _span_loss(peft_model, xb, yb, mb)
                 loss.backward()
                 optimizer.step()
                 step += 1
@@ -155,10 +194,12 @@ def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, model=None, t
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             eps = float(engine.get_epsilon(cfg.dp_delta))
+        module.remove_hooks()  # the adapters are scored in place afterwards, without per-example hooks
     peft_model.eval()
     record = {"config": asdict(cfg), "examples": n, "steps": step, "final_loss": last, "epsilon": eps,
               "delta": cfg.dp_delta if eps is not None else None, "noise_multiplier": noise, "sample_rate": rate,
-              "neighbouring": "add/remove one text" if eps is not None else None, "base": "embedded"}
+              "neighbouring": "add/remove one text" if eps is not None else None, "base": "embedded",
+              "loss_on": "text" if spans is None else "span"}
     with atomic_folder(out) as tmp:
         peft_model.save_pretrained(str(tmp))
         (tmp / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")

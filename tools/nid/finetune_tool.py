@@ -34,30 +34,26 @@ class FinetuneOutput(BaseModel):
 
 
 def nid_finetune(
-    datasets: Annotated[list[DatasetName] | None, Field(description="Bundled data sets forming the suspect corpus; "
-                                                         "git log, serialVersionUIDs and MD5 manifest when "
-                                                         "omitted.")] = None,
-    per_dataset: Annotated[int, Field(description="NID-bearing records per data set (half become members).")] = 16,
-    steps: Annotated[int, Field(description="Optimizer steps.")] = 20,
-    batch_size: Annotated[int, Field(description="Batch size (expected batch size under DP).")] = 8,
-    lr: Annotated[float, Field(description="Learning rate (AdamW) of the adapters.")] = 2e-3,
-    rank: Annotated[int, Field(description="LoRA rank (q_proj and v_proj of every layer).")] = 8,
-    prefix_chars: Annotated[int, Field(description="Context characters before each NID in a training text.")] = 48,
-    suffix_chars: Annotated[int, Field(description="Context characters after it.")] = 8,
-    dp_epsilon: Annotated[float | None, Field(description="Train with DP-SGD (Opacus, on the adapter parameters) to "
-                                              "this eps under add/remove-one; plain training when omitted.")] = None,
-    dp_delta: Annotated[float, Field(description="delta for DP-SGD.")] = 1e-5,
-    max_grad_norm: Annotated[float, Field(description="Per-example clipping norm for DP-SGD.")] = 1.0,
-    seed: Annotated[int, Field(description="Seed for the split, adapters and batches.")] = 0,
+    datasets: Annotated[list[DatasetName] | None, Field(description="Default: opacus_git_log, serialversionuid, "
+                                                         "jsonlite_md5.")] = None,
+    per_dataset: Annotated[int, Field(description="Records per data set (half become members).")] = 16,
+    steps: int = 20,
+    batch_size: int = 8,
+    lr: float = 2e-3,
+    rank: Annotated[int, Field(description="LoRA rank (q_proj, v_proj).")] = 8,
+    prefix_chars: Annotated[int, Field(description="Context before each NID.")] = 48,
+    suffix_chars: Annotated[int, Field(description="Context after it.")] = 8,
+    dp_epsilon: Annotated[float | None, Field(description="DP-SGD to this eps (add/remove-one); default: plain "
+                                              "training.")] = None,
+    dp_delta: float = 1e-5,
+    max_grad_norm: Annotated[float, Field(description="DP-SGD clipping norm.")] = 1.0,
+    seed: int = 0,
     progress: Progress | None = None,
 ) -> FinetuneOutput:
-    """Fine-tune the embedded Gemma 3 270M with LoRA on texts around real NIDs, optionally with DP-SGD (Opacus).
+    """LoRA-fine-tune the embedded Gemma 3 270M on texts around real NIDs, optionally DP-SGD (long).
 
-    Use it to get a real pretrained model whose fine-tuning set is known, then audit it: a random half of the
-    NID-bearing records are members (trained on), the other half non-members (never trained on); GIDs come
-    later from nid_score. Long-running: reports progress per step and stops when cancelled. Returns the adapter
-    folder and split file (for nid_score: model=adapter, split=split_path) and, with DP, the accountant's eps,
-    noise multiplier, clipping norm and sampling rate.
+    Half the records become members. Returns the adapter and split (nid_score: model=adapter, split=split_path), and
+    the DP eps.
     """
     import torch
 

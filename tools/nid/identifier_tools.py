@@ -36,21 +36,17 @@ class DetectResult(BaseModel):
 
 
 def nid_detect(
-    text: Annotated[str | None, Field(description="Text to scan (give this or path).")] = None,
-    path: Annotated[str | None, Field(description="A text file inside the roots, or sample://nid/<file>.")] = None,
-    types: Annotated[list[str] | None, Field(description="NID types to look for; all when omitted.")] = None,
+    text: Annotated[str | None, Field(description="Text to scan, or give `path`.")] = None,
+    path: Annotated[str | None, Field(description="A text file in the roots, or sample://nid/<file>.")] = None,
+    types: Annotated[list[str] | None, Field(description="Types to look for; default: all.")] = None,
     plausible_only: Annotated[bool, Field(description="Drop values that cannot be random (1L, 20100212L).")] = True,
-    max_results: Annotated[int, Field(description="Most identifiers listed (counts cover all).")] = 200,
+    max_results: Annotated[int, Field(description="Most listed (counts cover all).")] = 200,
 ) -> DetectResult:
-    """Find natural identifiers (hex digests, commit ids, Ethereum addresses, short URLs...) in a text, deduplicated.
+    """Find natural identifiers (digests, commit ids, addresses, short URLs...) in a text: use it first.
 
-    Identifiers: hex digests, git commit ids, Ethereum addresses, serialVersionUIDs, t.co codes, UUIDs, SRI hashes.
-    Use it first, to see which identifiers a document holds before generating GIDs or scoring a model. Returns
-    each distinct identifier with its type, first span, casing and count. Types: git_commit, sha512, sha256,
-    sha1, md5, eth_address, serial_version_uid, tco, uuid, sri, bitly, goo_gl, tinyurl, owly, isgd, buffly,
-    aws_access_key, uuid_hex. 32 hex digits that are also a valid undashed UUID are reported as md5 with
-    ambiguous_with=['uuid_hex']. Text up to RESEARCH_MCP_NID__MAX_TEXT_CHARS. An error is returned when nothing
-    is found.
+    Types: git_commit, sha512, sha256, sha1, md5, eth_address, serial_version_uid, tco, uuid, sri, bitly, goo_gl,
+    tinyurl, owly, isgd, buffly, aws_access_key, uuid_hex. Each with type, span, casing, count. Bounded by
+    max_text_chars.
     """
     from tools.nid.detect import dedupe, find_nids
 
@@ -90,17 +86,15 @@ class GenerateResult(BaseModel):
 
 
 def nid_generate(
-    identifier: Annotated[str, Field(description="The natural identifier (only the identifier, e.g. the 10 "
-                                     "characters of a t.co code, or 123L for a serialVersionUID).")],
-    type: Annotated[str | None, Field(description="Its NID type; inferred from the format when omitted.")] = None,
-    n: Annotated[int, Field(description="How many GIDs to draw.")] = 8,
-    seed: Annotated[int, Field(description="Seed; the same seed and identifier give the same GIDs.")] = 0,
+    identifier: Annotated[str, Field(description="The identifier alone, e.g. a t.co code's 10 characters or "
+                                     "123L.")],
+    type: Annotated[str | None, Field(description="Default: inferred from the format.")] = None,
+    n: int = 8,
+    seed: int = 0,
 ) -> GenerateResult:
-    """Draw generated identifiers (GIDs): same-format, same-length, same-casing stand-ins for an NID.
+    """Draw GIDs: same-format, same-length, same-casing stand-ins for an NID (non-member canaries).
 
-    Use it to make non-member canaries: Ethereum addresses get a valid EIP-55 checksum (Keccak-256), a
-    serialVersionUID is a uniform signed 64-bit integer plus L, a t.co code 10 base62 characters. GIDs are
-    distinct and never equal the NID. At most RESEARCH_MCP_NID__MAX_CANDIDATES - 1 per call.
+    Distinct, never the NID. At most max_candidates - 1.
     """
     ident = identifier.strip()
     if type is None:
@@ -147,22 +141,20 @@ def _casing_override(values: list[str], how: str) -> list[str]:
 
 
 def nid_blind_filter(
-    dataset: Annotated[DatasetName | None, Field(description="A bundled data set to take NIDs from.")] = None,
-    identifiers: Annotated[list[str] | None, Field(description="NIDs to test instead (give type too).")] = None,
-    type: Annotated[str | None, Field(description="NID type of `identifiers`.")] = None,
-    n_gids: Annotated[int, Field(description="GIDs per NID (at least 1/extreme - 1 for any NID to be dropped).")] = 63,
-    max_nids: Annotated[int, Field(description="Random subset of at most this many NIDs.")] = 500,
-    extreme: Annotated[float, Field(description="Drop an NID when its rank p-value among its GIDs, (1 + #GIDs "
-                                    "above or below it) / (n_gids + 1), is at most this.")] = 0.02,
+    dataset: Annotated[DatasetName | None, Field(description="Bundled NIDs.")] = None,
+    identifiers: Annotated[list[str] | None, Field(description="Or these NIDs (with `type`).")] = None,
+    type: str | None = None,
+    n_gids: Annotated[int, Field(description="GIDs per NID (>= 1/extreme - 1 to drop any).")] = 63,
+    max_nids: Annotated[int, Field(description="Random subset size.")] = 500,
+    extreme: Annotated[float, Field(description="Drop an NID whose rank p-value among its GIDs is at most "
+                                    "this.")] = 0.02,
     gid_casing: Annotated[Literal["match", "lower", "upper"], Field(
-        description="'match' (the correct generator) or a deliberately wrong casing, to check the filter.")] = "match",
-    seed: Annotated[int, Field(description="Seed for GIDs and folds.")] = 0,
+        description="match: the correct generator; a wrong casing checks the filter.")] = "match",
+    seed: int = 0,
 ) -> BlindFilterOutput:
-    """Check that NIDs cannot be told from their GIDs by characters alone, and drop the NIDs that can.
+    """Check that NIDs cannot be told from their GIDs by characters alone; drop those that can.
 
-    Use it before an audit: a character n-gram classifier is fitted out of fold (an NID and its GIDs share a
-    fold). AUC near 0.5 means the generator matches the real format; near 1 means it does not (try
-    gid_casing='lower' to see). Returns the AUC, how many NIDs are kept and which are dropped.
+    Before an audit. Returns the n-gram classifier's out-of-fold AUC (0.5: blind) and the NIDs kept and dropped.
     """
     from threadpoolctl import threadpool_limits
 

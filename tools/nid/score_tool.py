@@ -59,38 +59,32 @@ def _open_scorer(model: str | None, endpoint: str | None, endpoint_model: str | 
 
 
 def nid_score(
-    model: Annotated[str | None, Field(description="'embedded' (the bundled Gemma 3 270M base model, exact token "
-                                       "log-probs), a byte-LM checkpoint from nid_train_model or a Hugging Face "
-                                       "causal-LM folder.")] = None,
-    endpoint: Annotated[str | None, Field(description="OpenAI-compatible base URL whose /completions echoes "
-                                          "prompt logprobs (vLLM); 'settings' uses OPENAI_BASE_URL. Another URL "
-                                          "must be allowed by the operator (RESEARCH_MCP_ALLOWED_ENDPOINTS) and is "
-                                          "sent no server key.")] = None,
-    endpoint_model: Annotated[str | None, Field(description="Model name at the endpoint.")] = None,
-    dataset: Annotated[DatasetName | None, Field(description="A bundled data set to take NIDs from.")] = None,
-    split: Annotated[str | None, Field(description="A split file from nid_train_model.")] = None,
-    subset: Annotated[Literal["members", "non_members"], Field(description="Which part of the split.")] = "members",
+    model: Annotated[str | None, Field(description="'embedded' (Gemma 3 270M), a nid_train_model checkpoint, "
+                                       "a nid_finetune adapter or a Hugging Face causal-LM folder.")] = None,
+    endpoint: Annotated[str | None, Field(description="Or an OpenAI-compatible base URL whose /completions echoes "
+                                          "prompt logprobs; 'settings': OPENAI_BASE_URL. Other URLs need "
+                                          "RESEARCH_MCP_ALLOWED_ENDPOINTS and get no server key.")] = None,
+    endpoint_model: str | None = None,
+    dataset: Annotated[DatasetName | None, Field(description="Bundled NIDs.")] = None,
+    split: Annotated[str | None, Field(description="Or a split file (nid_train_model, nid_finetune).")] = None,
+    subset: Literal["members", "non_members"] = "members",
     text: Annotated[str | None, Field(description="Or a text holding NIDs.")] = None,
     path: Annotated[str | None, Field(description="Or a text file holding NIDs.")] = None,
-    types: Annotated[list[str] | None, Field(description="NID types to use from text/path.")] = None,
-    n_gids: Annotated[int, Field(description="GIDs per NID (candidates = n_gids + 1).")] = 15,
-    max_nids: Annotated[int, Field(description="Random subset of at most this many NIDs.")] = 200,
-    prefix_chars: Annotated[int, Field(description="Context characters kept before the identifier.")] = 64,
-    suffix_chars: Annotated[int, Field(description="Context characters kept after it.")] = 8,
-    k: Annotated[float, Field(description="Fraction of lowest tokens for Min-K% and Min-K%++.")] = 0.2,
-    recall: Annotated[bool, Field(description="Also compute ReCaLL (a second pass with a non-member prefix).")] = True,
-    batch_size: Annotated[int, Field(description="Contexts per model call.")] = 64,
-    seed: Annotated[int, Field(description="Seed for GIDs and subsets.")] = 0,
+    types: Annotated[list[str] | None, Field(description="Types taken from text/path.")] = None,
+    n_gids: Annotated[int, Field(description="GIDs per NID.")] = 15,
+    max_nids: Annotated[int, Field(description="Random subset size.")] = 200,
+    prefix_chars: Annotated[int, Field(description="Context kept before the identifier.")] = 64,
+    suffix_chars: Annotated[int, Field(description="Context kept after it.")] = 8,
+    k: Annotated[float, Field(description="Min-K% fraction.")] = 0.2,
+    recall: Annotated[bool, Field(description="Also ReCaLL (a second pass).")] = True,
+    batch_size: int = 64,
+    seed: int = 0,
     progress: Progress | None = None,
 ) -> ScoreResult:
-    """Score each NID and its GIDs in the same context with six membership scores on the identifier's tokens.
+    """Score each NID and its GIDs in one context with six membership scores (higher: member-like).
 
-    Scores: loss, zlib, Min-K%, Min-K%++, ReCaLL, hinge; higher = more member-like. Use it to turn a model and a
-    set of NIDs into the features the audit and dataset inference take. The
-    model is 'embedded' (Gemma 3 270M, exact), a local checkpoint/folder or an OpenAI-compatible completions
-    endpoint with prompt logprobs.
-    Writes an NPZ (features) and a CSV; returns their paths and, per score, how NIDs rank among GIDs.
-    Bounds: RESEARCH_MCP_NID__MAX_NIDS NIDs, RESEARCH_MCP_NID__MAX_SCORED_CONTEXTS contexts.
+    loss, zlib, Min-K%, Min-K%++, ReCaLL, hinge, as an NPZ for nid_dp_audit / nid_dataset_inference, and a CSV.
+    Bounded by max_nids and max_scored_contexts.
     """
     import numpy as np
 

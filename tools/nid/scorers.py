@@ -220,11 +220,16 @@ class HFScorer:
         true_lp = torch.empty(flat_rows.numel(), dtype=torch.float64)
         block = 128  # rows of the full-vocabulary log-softmax held at once (128 x 262k floats = 128 MiB)
         for lo in range(0, n, block):
-            logp = torch.log_softmax(self._logits(h[lo : lo + block]), dim=-1)
-            p = logp.exp()
-            m = (p * logp).sum(-1)
+            # log-softmax in place (logits minus their logsumexp); p * log p in place of p: two vocabulary-wide
+            # buffers per block instead of six
+            logp = self._logits(h[lo : lo + block])
+            logp.sub_(torch.logsumexp(logp, dim=-1, keepdim=True))
+            plogp = logp.exp().mul_(logp)
+            m = plogp.sum(-1)
             mu[lo : lo + block] = m.double()
-            sigma[lo : lo + block] = ((p * logp.square()).sum(-1) - m.square()).clamp_min(0.0).sqrt().double()
+            m2 = torch.linalg.vecdot(plogp, logp)
+            sigma[lo : lo + block] = (m2 - m.square()).clamp_min(0.0).sqrt().double()
+            del plogp
             v, i = logp.topk(2, dim=-1)
             top2[lo : lo + block], top2_idx[lo : lo + block] = v, i
             sel = (flat_rows >= lo) & (flat_rows < lo + block)

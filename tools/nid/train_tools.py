@@ -56,31 +56,26 @@ def build_split(datasets: list[str], per_dataset: int, holdout: float, seed: int
 
 
 def nid_train_model(
-    datasets: Annotated[list[DatasetName] | None, Field(description="Bundled data sets to build the corpus from; "
-                                                         "all five when omitted.")] = None,
-    per_dataset: Annotated[int, Field(description="NIDs taken per data set (members + non-members).")] = 80,
-    holdout: Annotated[float, Field(description="Fraction of NIDs held out as non-members.")] = 0.5,
-    epochs: Annotated[int, Field(description="Training epochs.")] = 30,
-    batch_size: Annotated[int, Field(description="Batch size (expected batch size under DP).")] = 32,
-    lr: Annotated[float, Field(description="Peak learning rate (AdamW, cosine decay).")] = 3e-3,
-    d_model: Annotated[int, Field(description="Width of the transformer.")] = 64,
-    n_layer: Annotated[int, Field(description="Transformer layers.")] = 2,
-    prefix_chars: Annotated[int, Field(description="Context characters before each NID in a training text.")] = 64,
-    suffix_chars: Annotated[int, Field(description="Context characters after it.")] = 8,
-    dp_epsilon: Annotated[float | None, Field(description="Train with DP-SGD (Opacus) to this eps under add/remove-"
-                                              "one; plain training when omitted.")] = None,
-    dp_delta: Annotated[float, Field(description="delta for DP-SGD.")] = 1e-5,
-    max_grad_norm: Annotated[float, Field(description="Per-example clipping norm for DP-SGD.")] = 1.0,
-    seed: Annotated[int, Field(description="Seed for the split, initialisation and batches.")] = 0,
+    datasets: Annotated[list[DatasetName] | None, Field(description="Default: all five.")] = None,
+    per_dataset: Annotated[int, Field(description="NIDs per data set (members + non-members).")] = 80,
+    holdout: Annotated[float, Field(description="Share of NIDs held out as non-members.")] = 0.5,
+    epochs: int = 30,
+    batch_size: int = 32,
+    lr: float = 3e-3,
+    d_model: int = 64,
+    n_layer: int = 2,
+    prefix_chars: Annotated[int, Field(description="Context before each NID.")] = 64,
+    suffix_chars: Annotated[int, Field(description="Context after it.")] = 8,
+    dp_epsilon: Annotated[float | None, Field(description="DP-SGD to this eps (add/remove-one); default: plain "
+                                              "training.")] = None,
+    dp_delta: float = 1e-5,
+    max_grad_norm: Annotated[float, Field(description="DP-SGD clipping norm.")] = 1.0,
+    seed: int = 0,
     progress: Progress | None = None,
 ) -> TrainOutput:
-    """Train a small byte-level causal LM on texts around real NIDs (members), optionally with DP-SGD (Opacus).
+    """Train a small byte-level LM on texts around real NIDs, optionally with DP-SGD (long).
 
-    Audits then run end to end without downloaded weights. Use it to get a model whose training set is known:
-    each training text is one NID's context; a held-out
-    part of the NIDs are non-members. Long-running: reports progress per epoch and stops when cancelled.
-    Returns the checkpoint (for nid_score), the split file and, with DP, the accountant's eps. Bounds:
-    RESEARCH_MCP_NID__MAX_TRAIN_EXAMPLES texts, __MAX_TRAIN_EPOCHS, __MAX_MODEL_DIM, __MAX_MODEL_LAYERS.
+    Known members, no downloaded weights. Returns the checkpoint and split (for nid_score), and the DP eps.
     """
     import torch
 

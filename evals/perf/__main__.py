@@ -1,0 +1,5 @@
+import sys
+
+from evals.perf.run import main
+
+sys.exit(main())
