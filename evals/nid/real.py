@@ -230,6 +230,7 @@ def run_real(out: Path, cfg: RealConfig, log=print) -> dict:
         summary = {"config": asdict(cfg), "records": len(records), "corpora": counts, "features": list(FEATURES),
                    "audit_score": AUDIT_SCORE, "audit_ceiling_eps": max_bound(n_members, cfg.gids + 1, cfg.alpha)
                    if n_members else math.nan, "overlap": overlaps, "rows": rows,
+                   "seeds_done": len({r["seed"] for r in rows if r["dp"]}),
                    "dp_bound_violations": sum(1 for r in rows if r["dp"] and not r["bound_below_accountant"]),
                    "seconds": time.perf_counter() - t_start}
         with atomic_output(out / "real_features.npz") as tmp, tmp.open("wb") as fh:
@@ -324,7 +325,8 @@ def markdown_table(rows: list[dict], summary: dict) -> str:
         f"Gemma 3 270M + LoRA on {summary['records']} real NID records ({corpora}); "
         f"{rows[0]['candidates']} candidates per NID; audit score '{summary['audit_score']}', alpha "
         f"{summary['config']['alpha']}; the audit's ceiling with these sizes (every member first): eps "
-        f"{summary['audit_ceiling_eps']:.3f}; run time {summary['seconds']:.0f} s.",
+        f"{summary['audit_ceiling_eps']:.3f}; seeds {summary['seeds_done']} of {summary['config']['seeds']}; run time "
+        f"{summary['seconds']:.0f} s.",
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),

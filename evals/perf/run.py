@@ -56,7 +56,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "dti": ("evals.scale.perf", "evals.scale.run", "evals.dti.run"),
     "nid": ("evals.nid.bench",),
 }
-FAMILY_TIMEOUT_S = {"quick": 300, "full": 240}
+FAMILY_TIMEOUT_S = {"quick": 300, "full": 900}
 MARK = "PERF_ROWS_JSON "
 _GOAL = re.compile(r"^\s*(<=|>=|<|>)\s*([0-9.eE+-]+)\s*(\S*)\s*$")
 
