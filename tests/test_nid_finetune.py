@@ -56,3 +56,20 @@ def test_finetune_cancel() -> None:
     p.cancel()
     with pytest.raises(Cancelled):
         nid_finetune(per_dataset=2, steps=3, batch_size=2, progress=p)
+
+
+@pytest.mark.slow
+def test_dp_finetune_takes_empty_poisson_batches_as_noise_only_steps(tmp_path: Path) -> None:
+    # 4 texts at sampling rate 1/4: a batch is empty with probability 0.75**4, so 10 steps meet one with
+    # probability 0.98 (the seed fixes which)
+    import torch
+
+    from tools.nid.finetune import LoRAConfig, finetune_lora
+
+    torch.set_num_threads(1)
+    texts = [f"commit {h} fixes the build" for h in ("3f9a1c2", "b41e0d7", "9c07aa5", "e2d4b68")]
+    spans = [(7, 14)] * 4
+    cfg = LoRAConfig(steps=10, batch_size=1, max_tokens=16, top_layers=1, dp_epsilon=4.0, seed=3)
+    res = finetune_lora(texts, tmp_path / "adapter", cfg, spans=spans)
+    assert res.steps == 10 and res.epsilon is not None and 0 < res.epsilon <= 4.0 + 1e-6
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()

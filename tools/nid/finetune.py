@@ -180,6 +180,9 @@ def finetune_lora(texts: list[str], out: Path, cfg: LoRAConfig, *, spans: list[t
                     break
                 optimizer.zero_grad(set_to_none=True)
                 if xb.shape[0] == 0:
+                    # an empty Poisson batch is still one DP-SGD step: noise only, and the accountant counts it
+                    for p in params:
+                        p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype)
                     optimizer.step()
                     step += 1
                     continue
