@@ -238,11 +238,11 @@ def run_real(out: Path, cfg: RealConfig, log=print) -> dict:
         write_text(out / "real_runs.md", markdown_table(rows, summary))
         write_text(out / "real_summary.json", json.dumps(summary, indent=1, default=float))
         if hist["members"]:
-            histograms({k: np.concatenate(v) for k, v in hist.items()}, out / "real_histograms.png",
-                       title=f"'{AUDIT_SCORE}' score (fine-tuned minus base loss), no-DP runs, "
-                             f"{len(hist['members'])} seeds")
-            from tools.nid.plots import roc_plot
+            from tools.nid.plots import roc_plot, score_histogram
 
+            score_histogram({k: np.concatenate(v) for k, v in hist.items()}, out / "real_histograms.png",
+                            title=f"'{AUDIT_SCORE}' score (fine-tuned minus base loss), no-DP runs, "
+                                  f"{len(hist['members'])} seeds")
             roc_plot({k: (np.concatenate(p), np.concatenate(n)) for k, (p, n) in roc.items()}, out / "real_roc.png",
                      title="members vs non-members, no-DP runs\n(NID score minus its GIDs' mean)")
         return summary
@@ -333,27 +333,3 @@ def markdown_table(rows: list[dict], summary: dict) -> str:
     ]
     lines += ["| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"
-
-
-def histograms(series: dict[str, np.ndarray], out: Path, *, title: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    from tools.atomic import atomic_output
-
-    allv = np.concatenate([v[np.isfinite(v)] for v in series.values()])
-    bins = np.linspace(float(allv.min()), float(allv.max()), 31)
-    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
-    for label, v in series.items():
-        ax.hist(v[np.isfinite(v)], bins=bins, alpha=0.5, density=True, label=f"{label} (n={v.size})")
-    ax.set_xlabel("score (higher = more member-like)")
-    ax.set_ylabel("density")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_output(out) as tmp:
-        fig.savefig(tmp)
-    plt.close(fig)
-    return out

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from tools.atomic import write_text
 from tools.errors import InvalidInput, LimitExceeded
-from tools.nid.sources import DatasetName, limits, threads
+from tools.nid.sources import ClipNorm, ContextAfter, ContextBefore, DatasetName, DpEpsilon, limits, threads
 from tools.paths import output_path
 from tools.progress import Progress
 
@@ -41,12 +41,11 @@ def nid_finetune(
     batch_size: int = 8,
     lr: float = 2e-3,
     rank: Annotated[int, Field(description="LoRA rank (q_proj, v_proj).")] = 8,
-    prefix_chars: Annotated[int, Field(description="Context before each NID.")] = 48,
-    suffix_chars: Annotated[int, Field(description="Context after it.")] = 8,
-    dp_epsilon: Annotated[float | None, Field(description="DP-SGD to this eps (add/remove-one); default: plain "
-                                              "training.")] = None,
+    prefix_chars: ContextBefore = 48,
+    suffix_chars: ContextAfter = 8,
+    dp_epsilon: DpEpsilon = None,
     dp_delta: float = 1e-5,
-    max_grad_norm: Annotated[float, Field(description="DP-SGD clipping norm.")] = 1.0,
+    max_grad_norm: ClipNorm = 1.0,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> FinetuneOutput:

@@ -1,4 +1,4 @@
-"""PNG figures: the histogram of NID ranks among their GIDs and ROC curves of membership scores."""
+"""PNG figures: histograms of NID ranks among their GIDs and of membership scores, ROC curves of those scores."""
 
 from __future__ import annotations
 
@@ -27,11 +27,27 @@ def rank_histogram(ranks: np.ndarray, candidates: int, out: Path, *, title: str 
     ax.set_ylabel("density")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_output(out) as tmp:
-        fig.savefig(tmp)
-    plt.close(fig)
-    return out
+    return _save(fig, out)
+
+
+def score_histogram(series: dict[str, np.ndarray], out: Path, *, title: str) -> Path:
+    """Density histograms of membership scores per label (members, non-members, GIDs) on shared bins."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    finite = {label: v[np.isfinite(v)] for label, v in series.items()}
+    every = np.concatenate(list(finite.values()))
+    bins = np.linspace(float(every.min()), float(every.max()), 31)
+    fig, ax = plt.subplots(figsize=(6, 3.6), dpi=110)
+    for label, v in finite.items():
+        ax.hist(v, bins=bins, alpha=0.5, density=True, label=f"{label} (n={series[label].size})")
+    ax.set_xlabel("score (higher = more member-like)")
+    ax.set_ylabel("density")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, out)
 
 
 def roc_plot(curves: dict[str, tuple[np.ndarray, np.ndarray]], out: Path, *, title: str = "ROC") -> Path:
@@ -54,6 +70,13 @@ def roc_plot(curves: dict[str, tuple[np.ndarray, np.ndarray]], out: Path, *, tit
     ax.set_ylabel("true positive rate")
     ax.set_title(title)
     ax.legend(fontsize=7)
+    return _save(fig, out)
+
+
+def _save(fig, out: Path) -> Path:
+    """Write the figure to `out` under a temporary name, renamed when complete, and free it."""
+    from matplotlib import pyplot as plt
+
     fig.tight_layout()
     with atomic_output(out) as tmp:
         fig.savefig(tmp)

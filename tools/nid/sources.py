@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from tools.errors import InvalidInput, LimitExceeded
 from tools.nid.formats import NID_TYPES, get_type
@@ -11,6 +13,11 @@ from tools.paths import resolve_input
 from tools.settings import get_settings
 
 DatasetName = Literal["tweets", "eth_tokens", "jsonlite_md5", "opacus_git_log", "serialversionuid"]
+# Arguments of the training tools (nid_train_model, nid_finetune), described once.
+ContextBefore = Annotated[int, Field(description="Context before each NID.")]
+ContextAfter = Annotated[int, Field(description="Context after it.")]
+DpEpsilon = Annotated[float | None, Field(description="DP-SGD to this eps (add/remove-one); default: plain training.")]
+ClipNorm = Annotated[float, Field(description="DP-SGD clipping norm.")]
 ScoreName = Literal["loss", "zlib", "min_k", "min_k_pp", "recall", "hinge"]
 ALL_DATASETS: list[str] = ["tweets", "eth_tokens", "jsonlite_md5", "opacus_git_log", "serialversionuid"]
 

@@ -9,7 +9,16 @@ from pydantic import BaseModel, Field
 
 from tools.atomic import write_text
 from tools.errors import InvalidInput, LimitExceeded, ResearchError
-from tools.nid.sources import ALL_DATASETS, DatasetName, limits, threads
+from tools.nid.sources import (
+    ALL_DATASETS,
+    ClipNorm,
+    ContextAfter,
+    ContextBefore,
+    DatasetName,
+    DpEpsilon,
+    limits,
+    threads,
+)
 from tools.paths import output_path
 from tools.progress import Progress
 
@@ -64,12 +73,11 @@ def nid_train_model(
     lr: float = 3e-3,
     d_model: int = 64,
     n_layer: int = 2,
-    prefix_chars: Annotated[int, Field(description="Context before each NID.")] = 64,
-    suffix_chars: Annotated[int, Field(description="Context after it.")] = 8,
-    dp_epsilon: Annotated[float | None, Field(description="DP-SGD to this eps (add/remove-one); default: plain "
-                                              "training.")] = None,
+    prefix_chars: ContextBefore = 64,
+    suffix_chars: ContextAfter = 8,
+    dp_epsilon: DpEpsilon = None,
     dp_delta: float = 1e-5,
-    max_grad_norm: Annotated[float, Field(description="DP-SGD clipping norm.")] = 1.0,
+    max_grad_norm: ClipNorm = 1.0,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> TrainOutput:
