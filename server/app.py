@@ -6,9 +6,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from mcp.server.mcpserver import MCPServer
 
-from server.registry import build_tool, load_specs
 from server.resources import sample_resources
 from server.sampling import chat_model_for
+from server.toolcache import server_tools
 from tools.paths import sweep_outputs
 from tools.settings import get_settings
 
@@ -45,5 +45,5 @@ def build_server(families: list[str] | None = None, *, log_level: str | None = N
         resources=sample_resources(),
         warn_on_duplicate_tools=True,
         log_level=(log_level or get_settings().log_level).upper(),
-        tools=[build_tool(spec, chat_model_for) for spec in load_specs(families)],
+        tools=server_tools(families, chat_model_for),
     )

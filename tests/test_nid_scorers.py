@@ -241,7 +241,7 @@ def test_nid_score_through_an_endpoint(completions: _Completions, monkeypatch: p
     assert feats[0, 0, 0] == pytest.approx(want)
 
 
-def _tiny_causal_lm():
+def _tiny_causal_lm(softcap: float | None = None):
     """A randomly initialised two-layer Gemma 3 with a character-level fast tokenizer (no download)."""
     import torch
     from tokenizers import Tokenizer, models, processors
@@ -260,18 +260,21 @@ def _tiny_causal_lm():
     torch.manual_seed(0)
     cfg = Gemma3TextConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                            num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
-                           layer_types=["sliding_attention", "full_attention"], max_position_embeddings=256)
+                           layer_types=["sliding_attention", "full_attention"], max_position_embeddings=256,
+                           final_logit_softcapping=softcap)
     return Gemma3ForCausalLM(cfg).eval(), tok
 
 
-def test_transformers_scorer_equals_a_plain_forward_pass() -> None:
-    """Shared prefix caches, truncation after the identifier and head-only-where-needed change nothing."""
+@pytest.mark.parametrize("softcap", [None, 2.0])
+def test_transformers_scorer_equals_a_plain_forward_pass(softcap: float | None) -> None:
+    """Shared prefix caches, truncation after the identifier and head-only-where-needed change nothing
+    (also with a soft-capped output head, as Gemma 2 has)."""
     import torch
 
     from tools.nid.pipeline import candidate_set
     from tools.nid.scorers import HFScorer, _stats_from_logprobs
 
-    model, tok = _tiny_causal_lm()
+    model, tok = _tiny_causal_lm(softcap)
     sc = HFScorer(model, tok, "tiny")
     sets = [candidate_set(f"id d: {hashlib_hex(i)} ok; x", 6, 38, "md5", 5) for i in range(3)]
     ctxs = [c for s in sets for c in s.contexts(16, 4)] + [Context("ab12 cafe0 end", 5, 10)]

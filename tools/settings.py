@@ -59,6 +59,10 @@ class Settings(BaseSettings):
         description="Folders whose files tools may read (JSON list). Bundled samples are always readable.",
     )
     output_dir: Path = Field(Path("research-mcp-output"), description="Where tools write files.")
+    schema_cache: bool = Field(
+        True, description="List the tools from a cache of their schemas (in the model cache folder) at start-up and "
+        "build each at its first call; false: build every tool at start-up.",
+    )
     host: str = "127.0.0.1"
     port: int = 8000
     token: SecretStr | None = Field(None, description="Bearer token HTTP clients must send.")

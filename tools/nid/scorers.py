@@ -159,6 +159,7 @@ class HFScorer:
         # transformers 5.24 renamed past_key_values to cache (the old name is deprecated)
         params = inspect.signature(self._decoder.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._buffers = None  # (logits, scratch) of _row_stats
 
     @classmethod
     def from_folder(cls, path: Path) -> HFScorer:
@@ -198,51 +199,83 @@ class HFScorer:
             out.append((list(ids[: keep[-1] + 1]), keep[0], keep[-1] + 1))
         return out
 
-    def _logits(self, h):
+    def _head_into(self, h, out):
+        """Logits of hidden rows h (n, d) into out (n, V), float32, soft-capped as the model does."""
         import torch
 
-        logits = self._head(h).float()
+        head = self._head
+        if type(head) is torch.nn.Linear and head.weight.dtype == torch.float32 and h.dtype == torch.float32:
+            if head.bias is None:
+                torch.mm(h, head.weight.t(), out=out)
+            else:
+                torch.addmm(head.bias, h, head.weight.t(), out=out)
+        else:
+            out.copy_(head(h).float())
         if self._softcap:
-            logits = torch.tanh(logits / self._softcap) * self._softcap
-        return logits
+            out.div_(self._softcap).tanh_().mul_(self._softcap)
+        return out
 
     def _row_stats(self, h, targets: list[list[int]], rows: list[list[int]]) -> list[TokenStats]:
-        """Statistics of each target list from hidden states h (N, d); rows[i][j] = the row predicting targets[i][j]."""
+        """Statistics of each target list from hidden states h (N, d); rows[i][j] = the row predicting targets[i][j].
+
+        Per row, with x = logit - max logit and e = exp(x): log p(true) = x_true - log S0, mu = S1/S0 - log S0 and
+        sigma^2 = S2/S0 - (S1/S0)^2, where S0, S1, S2 = sum e, sum e x, sum e x^2. The logits of a block of rows
+        go into one reused buffer; the exp and the sums run on a few rows at a time, which stay in cache.
+        """
         import torch
 
         n = h.shape[0]
-        mu = torch.empty(n, dtype=torch.float64)
-        sigma = torch.empty(n, dtype=torch.float64)
-        top2 = torch.empty(n, 2, dtype=torch.float32)
-        top2_idx = torch.empty(n, 2, dtype=torch.long)
         flat_rows = torch.tensor([r for rr in rows for r in rr], dtype=torch.long)
         flat_tgt = torch.tensor([t for tt in targets for t in tt], dtype=torch.long)
-        true_lp = torch.empty(flat_rows.numel(), dtype=torch.float64)
-        block = 128  # rows of the full-vocabulary log-softmax held at once (128 x 262k floats = 128 MiB)
+        vocab = self._vocab_size()
+        block, sub = 128, 4  # rows of logits held at once (128 MiB); rows whose exp and sums run together (4 MiB)
+        if self._buffers is None or self._buffers[0].shape[1] != vocab:
+            # kept between calls: fresh 128 MiB buffers cost a page fault per 4 KiB on every group
+            f32 = torch.float32
+            self._buffers = (torch.empty((block, vocab), dtype=f32), torch.empty((sub, vocab), dtype=f32))
+        logits, scratch = self._buffers
+        s = torch.empty((n, 3), dtype=torch.float64)
+        top2 = torch.empty((n, 2), dtype=torch.float32)
+        top2_idx = torch.empty((n, 2), dtype=torch.long)
+        true_x = torch.empty(flat_rows.numel(), dtype=torch.float64)
         for lo in range(0, n, block):
-            # log-softmax in place (logits minus their logsumexp); p * log p in place of p: two vocabulary-wide
-            # buffers per block instead of six
-            logp = self._logits(h[lo : lo + block])
-            logp.sub_(torch.logsumexp(logp, dim=-1, keepdim=True))
-            plogp = logp.exp().mul_(logp)
-            m = plogp.sum(-1)
-            mu[lo : lo + block] = m.double()
-            m2 = torch.linalg.vecdot(plogp, logp)
-            sigma[lo : lo + block] = (m2 - m.square()).clamp_min(0.0).sqrt().double()
-            del plogp
-            v, i = logp.topk(2, dim=-1)
-            top2[lo : lo + block], top2_idx[lo : lo + block] = v, i
-            sel = (flat_rows >= lo) & (flat_rows < lo + block)
+            hi = min(n, lo + block)
+            buf = self._head_into(h[lo:hi], logits[: hi - lo])
+            v, i = buf.topk(2, dim=-1)
+            top2[lo:hi], top2_idx[lo:hi] = v, i
+            buf.sub_(v[:, :1])
+            sel = (flat_rows >= lo) & (flat_rows < hi)
             if bool(sel.any()):
-                true_lp[sel] = logp[flat_rows[sel] - lo, flat_tgt[sel]].double()
+                true_x[sel] = buf[flat_rows[sel] - lo, flat_tgt[sel]].double()
+            for a in range(0, hi - lo, sub):
+                x = buf[a : a + sub]
+                e = torch.exp(x, out=scratch[: x.shape[0]])
+                r = lo + a
+                s[r : r + x.shape[0], 0] = e.sum(-1).double()
+                s[r : r + x.shape[0], 1] = torch.linalg.vecdot(e, x).double()
+                s[r : r + x.shape[0], 2] = torch.linalg.vecdot(e.mul_(x), x).double()
+        log_s0 = s[:, 0].log()
+        m1 = s[:, 1] / s[:, 0]
+        mu = m1 - log_s0
+        sigma = (s[:, 2] / s[:, 0] - m1.square()).clamp_min(0.0).sqrt()
+        true_lp = true_x - log_s0[flat_rows]
+        # the best other token: the top logit unless it is the true token, else the second; as a log-probability
         best_is_true = top2_idx[flat_rows, 0] == flat_tgt
-        max_other = torch.where(best_is_true, top2[flat_rows, 1], top2[flat_rows, 0]).double()
+        other_x = torch.where(best_is_true, top2[flat_rows, 1] - top2[flat_rows, 0], torch.zeros(()))
+        max_other = other_x.double() - log_s0[flat_rows]
         out, pos = [], 0
         arrays = [true_lp.numpy(), mu[flat_rows].numpy(), sigma[flat_rows].numpy(), max_other.numpy()]
         for tt in targets:
             out.append(TokenStats(*(a[pos : pos + len(tt)].copy() for a in arrays)))
             pos += len(tt)
         return out
+
+    def _vocab_size(self) -> int:
+        head = self._head
+        weight = getattr(head, "weight", None)
+        if weight is None:
+            weight = head.base_layer.weight
+        return int(weight.shape[0])
 
     def token_stats(self, contexts: list[Context], batch_size: int = 16, progress=None) -> list[TokenStats]:
         import torch
