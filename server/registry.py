@@ -636,7 +636,7 @@ def bounds_text(family: str, doc: str | None = None) -> str:
     named = doc.lower() if doc is not None else None
     items = [f"{k}={_short_number(v)}" for k, v in limits.model_dump().items()
              if k.startswith(("max_", "min_")) and isinstance(v, int | float)
-             and (named is None or re.search(rf"\b{k}\b", named))]
+             and (named is None or re.search(rf"(?:\b|__){k}\b", named))]
     if not items:
         return ""
     return f"Bounds (RESEARCH_MCP_{family.upper()}__<NAME>): {', '.join(items)}."

@@ -59,6 +59,16 @@ async def test_each_tool_states_only_the_bounds_it_names() -> None:
     assert "max_benchmark_items" not in line  # graph_benchmark's bound, not graph_solve's
 
 
+def test_a_bound_named_by_its_variable_is_stated(monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.registry import bounds_text
+
+    monkeypatch.setenv("RESEARCH_MCP_GRAPH__MAX_NODES", "4321")
+    reload_settings()
+    line = bounds_text("graph", "Raise RESEARCH_MCP_GRAPH__MAX_NODES for larger graphs.")
+    assert line == "Bounds (RESEARCH_MCP_GRAPH__<NAME>): max_nodes=4321."
+    assert bounds_text("graph", "Nothing named here.") == ""
+
+
 async def test_families_setting_limits_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCH_MCP_FAMILIES", "eo,graph")
     reload_settings()

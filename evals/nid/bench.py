@@ -126,10 +126,15 @@ def bench_gemma(*, gids: int = 15, nids_per_dataset: int = 1, loop_every: int = 
         t_batch, got = _time(lambda ctxs=ctxs: lm.token_stats(ctxs, batch_size=64))
         t_loop, want = _time(lambda sub=sub: plain_loop_hf(lm.model, lm.tokenizer, sub))
         per_b, per_l = t_batch / len(ctxs), t_loop / len(sub)
+        # rows of the 262k-logit output head, the cost that dominates both sides: every position of the text in
+        # the loop, the identifier's tokens here
+        loop_rows = sum(len(ids) for ids in lm.tokenizer([c.text for c in ctxs])["input_ids"])
+        head_rows = sum(len(g) for g in got)
         rows[name] = {"contexts": len(ctxs), "looped_contexts": len(sub), "batched_s": t_batch, "loop_s": t_loop,
                       "per_context_batched_ms": 1e3 * per_b, "per_context_loop_ms": 1e3 * per_l,
                       "ratio": per_l / per_b, "max_abs_diff": max_diff(got[::loop_every], want),
-                      "identifier_tokens": float(np.mean([len(g) for g in got]))}
+                      "identifier_tokens": float(np.mean([len(g) for g in got])),
+                      "head_rows_ratio": loop_rows / max(1, head_rows)}
     return rows
 
 
@@ -150,7 +155,8 @@ def bench(out: Path, *, gids: int = 15, byte_contexts: int = 512, nids_per_datas
     for name, r in g.items():
         log(f"Gemma 3 270M, {name} ({r['identifier_tokens']:.0f} identifier tokens): {r['contexts']} contexts "
             f"batched {r['per_context_batched_ms']:.0f} ms each; per-string loop on {r['looped_contexts']} "
-            f"{r['per_context_loop_ms']:.0f} ms each; ratio {r['ratio']:.1f}x, max |d log p| {r['max_abs_diff']:.1e}")
+            f"{r['per_context_loop_ms']:.0f} ms each; ratio {r['ratio']:.1f}x (output-head rows "
+            f"{r['head_rows_ratio']:.1f}x fewer), max |d log p| {r['max_abs_diff']:.1e}")
     tb = sum(r["batched_s"] for r in g.values())
     nb = sum(r["contexts"] for r in g.values())
     tl = sum(r["loop_s"] for r in g.values())
@@ -170,8 +176,9 @@ def perf_rows(quick: bool) -> list[dict]:
     import torch
 
     torch.set_num_threads(os.cpu_count() or 1)
-    limit = ("the 262k-vocabulary output head at the identifier's tokens (exact statistics need every logit); "
-             "the loop also pays it at every context position")
+    limit = ("the 262k-logit output head, which exact statistics need at every identifier token: the loop runs it "
+             "on {r:.1f}x as many rows (every position), a bound the ratio can pass only by the loop's small-batch "
+             "inefficiency")
     with tempfile.TemporaryDirectory() as tmp:
         b = bench_bytelm(Path(tmp), contexts=128 if quick else 512)
     g = bench_gemma(datasets=("tweets", "jsonlite_md5") if quick else BENCH_DATASETS, loop_every=8 if quick else 4)
@@ -183,7 +190,8 @@ def perf_rows(quick: bool) -> list[dict]:
     for name, r in g.items():
         out.append({"target": f"NID scoring, Gemma 3 270M, {name} (NID + 15 GIDs, 64+8 chars)",
                     "ours": r["per_context_batched_ms"], "baseline": r["per_context_loop_ms"], "unit": "ms",
-                    "ratio": r["ratio"], "goal": ">= 5x", "met": r["ratio"] >= 5, "limit": limit,
+                    "ratio": r["ratio"], "goal": ">= 5x", "met": r["ratio"] >= 5,
+                    "limit": limit.format(r=r["head_rows_ratio"]),
                     "same_output": r["max_abs_diff"] <= TOLERANCE, "baseline_name": "per-string loop, full logits",
                     "n": r["looped_contexts"]})
     return out

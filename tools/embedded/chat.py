@@ -51,11 +51,17 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
-    """The transcript prompt for an OpenAI-style message list, ending with an open `Answer:` turn."""
+def prompt_head(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    """The start of `render_prompt`'s prompt that only the system messages and the tools decide: chats that
+    share it (the steps of an agent, the workers of one job) can share its key/value cache."""
     system = [_content_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
     if tools:
         system.append(_tools_text(tools))
+    return "\n\n".join(x for x in system if x) + "\n\n" if system else ""
+
+
+def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    """The transcript prompt for an OpenAI-style message list, ending with an open `Answer:` turn."""
     turns: list[tuple[str, str]] = []
     for m in messages:
         role = m.get("role")
@@ -81,9 +87,7 @@ def render_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | 
             merged[-1] = (role, f"{merged[-1][1]}\n\n{text}")
         else:
             merged.append((role, text))
-    head = ""
-    if system:
-        head = "\n\n".join(x for x in system if x) + "\n\n"
+    head = prompt_head(messages, tools)
     body = "".join(f"{ROLES[role]}: {text.strip()}\n" for role, text in merged)
     return head + body + "Answer:"
 

@@ -5,7 +5,9 @@
   `echo` with `logprobs` (prompt log-probs in the legacy format: `tokens`, `token_logprobs`,
   `top_logprobs`, `text_offset`), as vLLM and llama.cpp give them.
 - `POST /v1/chat/completions`: `messages`, `max_tokens`, `temperature`, `stop`, `seed`, `tools`
-  (calls come back as `tool_calls` with `finish_reason: "tool_calls"`).
+  (calls come back as `tool_calls` with `finish_reason: "tool_calls"`). The key/value cache of the
+  system text and tool list is kept for the next chats that repeat them (the steps of an agent);
+  `usage.prompt_tokens_details.cached_tokens` says how many prompt tokens it covered.
 
 One model serves one request at a time (two cores gain nothing from interleaving); a client that
 disconnects stops its generation at the next token.
@@ -26,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tools.embedded.chat import STOP_STRINGS, parse_tool_calls, render_prompt
+from tools.embedded.chat import STOP_STRINGS, parse_tool_calls, prompt_head, render_prompt
 from tools.embedded.runtime import LocalLM
 from tools.errors import ResearchError
 
@@ -162,7 +164,8 @@ def build_app(lm: LocalLM, *, on_request: Any = None) -> Starlette:
         try:
             opts = options(data)
             opts["stop"] = opts["stop"] + STOP_STRINGS
-            gen = await run(request, lm.generate, render_prompt(messages, tools), **opts)
+            gen = await run(request, lm.generate, render_prompt(messages, tools),
+                            head_chars=len(prompt_head(messages, tools)), **opts)
         except ResearchError as exc:
             return _error(400, str(exc))
         except ValueError as exc:
@@ -181,7 +184,8 @@ def build_app(lm: LocalLM, *, on_request: Any = None) -> Starlette:
             "id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "object": "chat.completion", "created": int(time.time()),
             "model": lm.name, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                      "total_tokens": gen.prompt_tokens + gen.completion_tokens},
+                      "total_tokens": gen.prompt_tokens + gen.completion_tokens,
+                      "prompt_tokens_details": {"cached_tokens": gen.cached_tokens}},
         })
 
     return Starlette(routes=[

@@ -2,13 +2,17 @@
 
 `load_local_lm()` returns the one `LocalLM` of the process (loaded on first use, about 15 s from the
 converted cache). `LocalLM.generate` decodes token by token with a KV cache, so a stop string or a
-cancel ends it at once; `LocalLM.prompt_logprobs` scores many texts in padded batches.
+cancel ends it at once; the key/value cache of a prompt's head (system text and tool list) is kept
+for the next prompts that start with the same tokens, which then skip its prefill.
+`LocalLM.prompt_logprobs` scores many texts in padded batches.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -18,6 +22,8 @@ from tools.progress import Progress, report
 
 _LOCK = threading.Lock()
 _INSTANCE: LocalLM | None = None
+HEAD_MIN_TOKENS = 32  # shorter heads are cheaper to prefill again than to copy
+HEADS_KEPT = 4
 
 
 @dataclass
@@ -28,6 +34,7 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
+    cached_tokens: int = 0  # prompt tokens whose key/value cache came from an earlier prompt with the same head
 
 
 @dataclass
@@ -51,6 +58,8 @@ class LocalLM:
         self.tokenizer = tokenizer
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 32768))
         self.eos_ids = self._eos_ids()
+        self._heads: OrderedDict[tuple[int, ...], object] = OrderedDict()  # head token ids -> key/value cache
+        self._heads_lock = threading.Lock()
 
     def _eos_ids(self) -> set[int]:
         ids = {self.tokenizer.eos_token_id}
@@ -76,11 +85,16 @@ class LocalLM:
         stop: list[str] | None = None,
         seed: int | None = None,
         should_stop: Callable[[], bool] | None = None,
+        head_chars: int = 0,
     ) -> Generation:
-        """Continue `prompt`; greedy at temperature 0. Stops at EOS, a stop string, `max_tokens` or a cancel."""
+        """Continue `prompt`; greedy at temperature 0. Stops at EOS, a stop string, `max_tokens` or a cancel.
+
+        `head_chars`: the length of the prompt's head that later prompts may repeat (see `chat.prompt_head`);
+        its key/value cache is kept and reused when a prompt starts with the same tokens."""
         import torch
 
-        ids = self.encode(prompt)
+        enc = self.tokenizer(prompt, add_special_tokens=True, return_offsets_mapping=head_chars > 0)
+        ids = list(enc.input_ids)
         if len(ids) + max_tokens > self.context_tokens:
             raise LimitExceeded("The prompt plus max_tokens (tokens)", len(ids) + max_tokens, self.context_tokens,
                                 "a shorter prompt or a smaller max_tokens")
@@ -91,8 +105,9 @@ class LocalLM:
         finish = "length"
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the KV-cache argument's name is changing upstream
-            past = None
-            step_input = torch.tensor([ids])
+            n_head = _head_tokens(enc.offset_mapping, head_chars, len(ids)) if head_chars > 0 else 0
+            past, cached = self._head_cache(ids[:n_head], should_stop) if n_head >= HEAD_MIN_TOKENS else (None, 0)
+            step_input = torch.tensor([ids[n_head:] if past is not None else ids])
             for _ in range(max_tokens):
                 if should_stop is not None and should_stop():
                     raise Cancelled("The generation was cancelled by the caller.")
@@ -115,7 +130,28 @@ class LocalLM:
                     finish = "stop"
                     break
                 step_input = torch.tensor([[nxt]])
-        return Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(out_ids), finish_reason=finish)
+        return Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(out_ids), finish_reason=finish,
+                          cached_tokens=cached)
+
+    def _head_cache(self, head: list[int], should_stop: Callable[[], bool] | None) -> tuple[object, int]:
+        """A key/value cache of `head` to continue from (a copy: decoding extends it), and how many of its tokens
+        came from an earlier prompt (0 when it was prefilled now)."""
+        key = tuple(head)
+        with self._heads_lock:
+            kept = self._heads.get(key)
+            if kept is not None:
+                self._heads.move_to_end(key)
+                return copy.deepcopy(kept), len(head)
+        import torch
+
+        if should_stop is not None and should_stop():
+            raise Cancelled("The generation was cancelled by the caller.")
+        past = self.model(input_ids=torch.tensor([head]), use_cache=True, logits_to_keep=1).past_key_values
+        with self._heads_lock:
+            self._heads[key] = copy.deepcopy(past)
+            while len(self._heads) > HEADS_KEPT:
+                self._heads.popitem(last=False)
+        return past, 0
 
     def prompt_logprobs(
         self,
@@ -174,6 +210,17 @@ class LocalLM:
             else:
                 tops.append(None)
         return PromptLogprobs(tokens=tokens, token_ids=tids, text_offset=offs, token_logprobs=lps, top_logprobs=tops)
+
+
+def _head_tokens(offsets: list[tuple[int, int]], head_chars: int, n_ids: int) -> int:
+    """How many leading tokens lie wholly inside the first `head_chars` characters (the BOS included), leaving
+    at least one token of the prompt to run."""
+    n = 0
+    for _, end in offsets:
+        if end > head_chars:
+            break
+        n += 1
+    return min(n, n_ids - 1)
 
 
 def load_causal_lm(progress: Progress | None = None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from contextlib import closing
@@ -187,24 +188,21 @@ def map_scene(scene: Scene, wanted: dict[str, Band], compute: Callable[[dict[str
         def work(state: SceneInputs, w: Any) -> tuple[np.ndarray, tuple]:
             raws = state.read_raw(w)
             out = writer.buffer((w.height, w.width))
-            floating = out.dtype.kind == "f"
-            finite = True
             # Row bands of ~64k pixels keep the float64 temporaries of calibration and formula in cache.
             step = max(1, _BAND_PIXELS // max(1, w.width))
             for r0 in range(0, w.height, step):
-                part = out[r0:r0 + step]
-                part[...] = compute(state.calibrate({k: v[r0:r0 + step] for k, v in raws.items()}))
-                if floating and finite:
-                    finite = bool(np.isfinite(part).all())
-            if not floating:
+                out[r0:r0 + step] = compute(state.calibrate({k: v[r0:r0 + step] for k, v in raws.items()}))
+            if out.dtype.kind != "f":
                 return out, RunningStats.summarize(out)
-            if not finite:
-                out[~np.isfinite(out)] = np.nan  # +-inf from a zero denominator
+            flat = out.ravel()
+            lo, hi = np.minimum.reduce(flat), np.maximum.reduce(flat)  # NaN or +-inf anywhere shows here
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                out[np.isinf(out)] = np.nan  # +-inf from a zero denominator
                 return out, RunningStats.summarize(out)
             buf = getattr(scratch, "buf", None)
             if buf is None or buf.size < out.size:
                 buf = scratch.buf = np.empty(out.size, out.dtype)
-            return out, RunningStats.summarize(out, all_finite=True, scratch=buf)
+            return out, RunningStats.summarize(out, all_finite=True, scratch=buf, bounds=(lo, hi))
 
         try:
             with closing(parallel_blocks(open_state, work, block_windows(ins.grid), progress, name)) as blocks:

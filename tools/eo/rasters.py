@@ -322,6 +322,9 @@ class Writer:
         self.path.unlink(missing_ok=True)
 
 
+_RUN = 1 << 14
+
+
 class RunningStats:
     """Count, mean, variance (Chan et al. pairwise merge), min and max over NaN-masked blocks."""
 
@@ -334,25 +337,31 @@ class RunningStats:
         self.total = 0
 
     @staticmethod
-    def summarize(block: np.ndarray, all_finite: bool = False,
-                  scratch: np.ndarray | None = None) -> tuple[int, int, float, float, float, float]:
+    def summarize(block: np.ndarray, all_finite: bool = False, scratch: np.ndarray | None = None,
+                  bounds: tuple[float, float] | None = None) -> tuple[int, int, float, float, float, float]:
         """(size, n, mean, m2, min, max) of one block's finite values; merge it with `merge`. `scratch`: a
-        1-D array of the block's dtype and at least its size, to work in instead of a new one."""
-        if all_finite:
-            v = block.ravel()
-        else:
-            finite = np.isfinite(block)
-            v = block.ravel() if finite.all() else block[finite]
-        n = v.size
-        if n == 0:
+        1-D array of the block's dtype and at least its size, to work in instead of a new one. `bounds`: the
+        block's (min, max) when the caller has them already; with `all_finite` they must be finite."""
+        v = block.ravel()
+        if v.dtype.kind != "f":
+            v = v.astype(np.float64)  # integer data: centred on the float mean, without wrap-around
+        if v.size == 0:
             return block.size, 0, 0.0, 0.0, math.inf, -math.inf
+        lo, hi = bounds if bounds is not None else (np.minimum.reduce(v), np.maximum.reduce(v))
+        if not all_finite and not (math.isfinite(lo) and math.isfinite(hi)):  # a NaN or an inf is in the block
+            v = v[np.isfinite(v)]
+            if v.size == 0:
+                return block.size, 0, 0.0, 0.0, math.inf, -math.inf
+            lo, hi = np.minimum.reduce(v), np.maximum.reduce(v)
+        n = v.size
         m = float(v.sum(dtype=np.float64)) / n
         if scratch is not None and scratch.dtype == v.dtype and scratch.size >= n:
             d = np.subtract(v, v.dtype.type(m), out=scratch[:n])
         else:
-            d = (v - v.dtype.type(m)).ravel()
-        m2 = float(np.dot(d, d))
-        return block.size, n, m, m2, float(v.min()), float(v.max())
+            d = v - v.dtype.type(m)
+        # Dot products of short runs summed in float64: a float32 dot over a million values drifts by ~1e-6.
+        m2 = math.fsum(float(np.dot(d[i:i + _RUN], d[i:i + _RUN])) for i in range(0, n, _RUN))
+        return block.size, n, m, m2, float(lo), float(hi)
 
     def merge(self, part: tuple[int, int, float, float, float, float]) -> None:
         size, n, m, m2, lo, hi = part
