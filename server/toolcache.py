@@ -2,7 +2,7 @@
 
 Deriving the argument models and input schemas of every tool, and importing the modules that define them,
 takes most of a cold start. The published form of each tool (name, title, docstring, compact input schema,
-hints) is written once to `<RESEARCH_MCP_LLM__MODEL_CACHE>/schemas/tools-<key>.json`; later starts list the
+hints) is written once to `<RESEARCH_MCP_LLM_MODEL_CACHE>/schemas/tools-<key>.json`; later starts list the
 tools from it, and each tool is built for real (`build_tool`) at its first call. The key hashes every source
 file under `tools/` and `server/` and the Python, mcp and pydantic versions, so changed code reads a new
 file. Descriptions are worded from the current settings at every start (their bounds lines name settings).
