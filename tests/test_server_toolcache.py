@@ -104,3 +104,17 @@ async def test_a_server_started_from_the_cache_serves_and_words_errors_alike(tmp
             seen.append((listing, unknown.content[0].text, wrong.content[0].text))
         assert list((tmp_path / "c" / "schemas").glob("tools-*.json"))
     assert seen[0] == seen[1]
+
+
+def test_a_start_from_the_cache_imports_no_tool_module(tmp_path: Path) -> None:
+    """With the cache written, building the server imports the families' limits and nothing else of them."""
+    import subprocess
+
+    code = ("import sys, server.app; server.app.build_server(); "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('tools.'))))")
+    env = server_env(RESEARCH_MCP_LLM_MODEL_CACHE=str(tmp_path / "c"), RESEARCH_MCP_OUTPUT_DIR=str(tmp_path / "o"))
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                           timeout=300, check=True).stdout.split() for _ in range(2)]
+    assert any(m.endswith(".catalog") for m in runs[0])  # the first start builds every tool
+    family_modules = [m for m in runs[1] if m.count(".") >= 2 or m.endswith(".catalog")]
+    assert family_modules and all(m.endswith(".limits") for m in family_modules), family_modules
