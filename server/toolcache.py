@@ -12,7 +12,6 @@ RESEARCH_MCP_SCHEMA_CACHE=false turns the cache off.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import inspect
 import json
 import logging
@@ -81,8 +80,7 @@ class LazyTool(ResearchTool):
         """The real tool (built once; a thread-safe, blocking import of the family's catalogue)."""
         with _BUILD:
             if self._real is None:
-                catalog = importlib.import_module(f"tools.{self._family}.catalog")
-                spec = next(s for s in catalog.TOOLS if s.name == self.name)
+                spec = next(s for s in load_specs([self._family]) if s.name == self.name)
                 real = build_tool(spec, self._factory)
                 if real.parameters != self.parameters:
                     logger.warning("tool %s: its schema differs from the cached one; serving the built one",
