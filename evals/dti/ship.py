@@ -178,8 +178,9 @@ def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path
             "(drug ECFP4, RDKit-descriptor and SMILES n-gram encoders; protein sequence n-gram and "
             "AAC+dipeptide+CTD encoders; gated fusion; GRAM volume loss and adaptive modality dropout; a "
             "known-interaction neighbourhood modality read from the training pairs, with cold simulation) "
-            f"blended with a gradient-boosted member (weight {model.boost_weight}) on ECFP4 bits, "
-            "descriptors, protein AAC+CTD and the neighbourhood features. Trained on CPU."
+            f"blended (weight {model.boost_weight}) with gradient-boosted members, one per drug view "
+            f"({', '.join(model.boost.specs)}; '+nbr': also the neighbourhood features), each with the protein's "
+            "amino-acid composition. Trained on CPU."
         ),
         "modalities": list(model.modalities),
         "training_data": described,

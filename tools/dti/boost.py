@@ -1,8 +1,10 @@
-"""The gradient-boosted member of the DTI model: trees on fingerprints, protein composition and the
+"""The gradient-boosted members of the DTI model: trees on drug views, protein composition and the
 neighbourhood features, stored as plain arrays and evaluated in numpy.
 
-It reads, per pair: the drug's 1024 ECFP4 bits, the protein's amino-acid composition (20) and the 13
-known-interaction neighbourhood features (nearest training partners by Tanimoto and 3-mer cosine
+The model holds one tree ensemble per drug view (`tools/dti/views.py`: ECFP4 bits, ECFP4 counts,
+atom-pair counts, physicochemical values) and averages their probabilities (`BoostedViews`). Each reads,
+per pair: its view of the drug, the protein's amino-acid composition (20) and, for members named
+`<view>+nbr`, the 13 known-interaction neighbourhood features (nearest training partners by Tanimoto and 3-mer cosine
 similarity). For its training pairs, as for the networks', each side's block of the neighbourhood is
 zeroed for half of the pairs (cold simulation), so it learns both the similarity evidence that carries
 to new drugs and targets and the known partners of seen ones. (Single runs: Yamanishi 08 drug-cold fold
@@ -21,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from tools.dti.features import ECFP_BITS
+
 TREE_FIELDS = ("feature", "threshold", "missing_left", "left", "right", "is_leaf", "value")
 
 
-def boost_features(ecfp: np.ndarray, comp: np.ndarray, nbr: np.ndarray | None) -> np.ndarray:
-    """(n, 1024 + 20 [+ 13]) float32 inputs of the boosted member, from per-pair rows (`comp` is the
+def boost_features(drug: np.ndarray, comp: np.ndarray, nbr: np.ndarray | None) -> np.ndarray:
+    """(n, view width + 20 [+ 13]) float32 inputs of a boosted member, from per-pair rows (`comp` is the
     protein composition vector, of which the 20 amino-acid fractions are read)."""
-    parts = [ecfp, comp[:, :20]]
+    parts = [drug, comp[:, :20]]
     if nbr is not None:
         parts.append(nbr)
     return np.hstack([np.asarray(p, dtype=np.float32) for p in parts])
@@ -138,3 +142,43 @@ def fit_trees(
             if check is not None:
                 check(done, iterations)
     return BoostedTrees.from_sklearn(clf)
+
+
+@dataclass
+class BoostedViews:
+    """The boosted members: `members[k]` (`trees[k]`) reads drug view `views[k]` and, where `uses_nbr[k]`,
+    the neighbourhood; the score is the mean of their probabilities."""
+
+    views: list[str]
+    uses_nbr: list[bool]
+    trees: list[BoostedTrees]
+
+    @property
+    def specs(self) -> list[str]:
+        return [v + ("+nbr" if n else "") for v, n in zip(self.views, self.uses_nbr, strict=True)]
+
+    def predict_proba(self, drugs: dict[str, np.ndarray], rows: np.ndarray, comp: np.ndarray,
+                      nbr: np.ndarray | None) -> np.ndarray:
+        """Mean probability of the members for pairs whose drugs are `rows` of the drug table `drugs`
+        (which must hold every member's view, see `tools.dti.views.add_views`)."""
+        from tools.dti.views import view_key
+
+        out = np.zeros(len(rows))
+        for view, use, trees in zip(self.views, self.uses_nbr, self.trees, strict=True):
+            out += trees.predict_proba(boost_features(drugs[view_key(view)][rows], comp, nbr if use else None))
+        return out / max(1, len(self.trees))
+
+    def state(self) -> dict[str, Any]:
+        return {"specs": self.specs, "members": [t.state() for t in self.trees]}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> BoostedViews:
+        """Members from `state()`, or one `ecfp+nbr` member from a single tree state (earlier checkpoints)."""
+        from tools.dti.views import parse_member
+
+        if "members" not in state:
+            trees = BoostedTrees.from_state(state)
+            return cls(["ecfp"], [trees.n_features > ECFP_BITS + 20], [trees])
+        parsed = [parse_member(s) for s in state["specs"]]
+        trees = [BoostedTrees.from_state(m) for m in state["members"]]
+        return cls([v for v, _ in parsed], [n for _, n in parsed], trees)

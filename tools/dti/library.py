@@ -217,6 +217,7 @@ def screen_partition(task: ScreenTask) -> ScreenPart:
     from tools.dti.features import drug_table
     from tools.dti.registry import load_model
     from tools.dti.train import _inputs, blend_block, library_neighbourhood
+    from tools.dti.views import add_views
 
     n = len(task.records)
     smiles: list[str | None] = [None] * n
@@ -246,6 +247,8 @@ def screen_partition(task: ScreenTask) -> ScreenPart:
                 torch.set_num_threads(1)
                 pvec = _target_vector(task.model, task.target)
                 table = drug_table(mols, kept)
+                if net.boost is not None:
+                    add_views(table, net.boost.views, mols=mols)
                 del mols
                 dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(good))), net.drug_modalities))
                 nbr = library_neighbourhood(net, table["ecfp"], kept, task.target)

@@ -476,6 +476,7 @@ def dti_explain(
 
     from tools.dti.features import drug_features, ecfp_bit_atoms, stack_drugs
     from tools.dti.train import _inputs, blend_block, embed_table, library_neighbourhood, protein_table
+    from tools.dti.views import add_views
 
     parsed, err = try_parse_smiles(smiles)
     if parsed is None:
@@ -489,6 +490,9 @@ def dti_explain(
     table = stack_drugs([feats] * (len(bits) + 1))
     for k, b in enumerate(bits, start=1):
         table["ecfp"][k, b] = 0.0
+    if net.boost is not None:  # the other views are the molecule's own: only its ECFP4 bits are ablated
+        for key, row in add_views({}, net.boost.views, mols=[mol]).items():
+            table.setdefault(key, np.repeat(row, len(bits) + 1, axis=0))
     pvec = embed_table(net, protein_table([seq]), net.protein_modalities)
     with torch.no_grad():
         dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(bits) + 1)), net.drug_modalities))

@@ -50,6 +50,8 @@ class TrainConfig:
     boost_weight: float = 0.5  # its share of the blended probability (chosen on validation pairs when given)
     boost_iterations: int = 100
     boost_cold_simulation: float = 0.5  # the boosted member's cold simulation (see tools/dti/boost.py)
+    # one tree ensemble per drug view, '+nbr' where it also reads the neighbourhood (tools/dti/views.py)
+    boost_members: tuple[str, ...] = ("ecfp+nbr", "ecfp_counts", "atompair_counts", "physchem+nbr")
     seed: int = 0
     threads: int = 1
 
@@ -205,9 +207,12 @@ def fit(
 def _fit_boost(
     net: Any, tables: Tables, pairs: Pairs, cfg: TrainConfig, nbr_all: np.ndarray | None, progress: ProgressFn | None
 ) -> None:
-    from tools.dti.boost import boost_features, fit_trees
+    from tools.dti.boost import BoostedViews, boost_features, fit_trees
     from tools.dti.neighbours import COLD_DRUG, COLD_TARGET
+    from tools.dti.views import add_views, parse_member, view_key
 
+    members = [parse_member(m) for m in cfg.boost_members]
+    add_views(tables.drugs, [v for v, _ in members], smiles=tables.smiles)
     lab = np.flatnonzero(~np.isnan(pairs.y))
     nbr = None
     if nbr_all is not None:
@@ -216,13 +221,19 @@ def _fit_boost(
         nbr[rng.random(len(lab)) < cfg.boost_cold_simulation, COLD_DRUG] = 0.0
         nbr[rng.random(len(lab)) < cfg.boost_cold_simulation, COLD_TARGET] = 0.0
     d, p = pairs.d[lab], pairs.p[lab]
-    x = boost_features(tables.drugs["ecfp"][d], tables.proteins["comp"][p], nbr)
+    comp = tables.proteins["comp"][p]
+    total = cfg.boost_iterations * len(members)
+    trees = []
+    for k, (view, use_nbr) in enumerate(members):
 
-    def check(done: int, total: int) -> None:
-        if progress:
-            progress(done, total, "gradient-boosted member")
+        def check(done: int, _total: int, k: int = k, view: str = view) -> None:
+            if progress:
+                msg = f"gradient-boosted member {k + 1}/{len(members)} ({view})"
+                progress(k * cfg.boost_iterations + done, total, msg)
 
-    net.boost = fit_trees(x, pairs.y[lab], cfg.seed, cfg.boost_iterations, threads=cfg.threads, check=check)
+        x = boost_features(tables.drugs[view_key(view)][d], comp, nbr if use_nbr else None)
+        trees.append(fit_trees(x, pairs.y[lab], cfg.seed + k, cfg.boost_iterations, threads=cfg.threads, check=check))
+    net.boost = BoostedViews([v for v, _ in members], [u and nbr is not None for _, u in members], trees)
 
 
 def select_blend(net: Any, tables: Tables, val: Pairs, threads: int = 1) -> tuple[float, dict[str, Any]]:
@@ -474,6 +485,10 @@ def predict_parts(
     pv = embed_table(model, tables.proteins, model.protein_modalities, threads=threads)
     nbr = model.neighbours.features_for_tables(tables, d, p) if model.neighbours is not None else None
     boost = getattr(model, "boost", None)
+    if boost is not None:
+        from tools.dti.views import add_views
+
+        add_views(tables.drugs, boost.views, smiles=tables.smiles)
     out = np.zeros(len(d), dtype=np.float64)
     out_b = np.zeros(len(d), dtype=np.float64) if boost is not None else None
     with torch.no_grad():
@@ -485,23 +500,16 @@ def predict_parts(
             logit = model.interaction_logit(dv[torch.from_numpy(d[sl])], pv[torch.from_numpy(p[sl])], x)
             out[sl] = torch.sigmoid(logit).double().numpy()
             if out_b is not None:
-                ds, ps = d[sl], p[sl]
-                out_b[sl] = boost_probabilities(
-                    model, tables.drugs["ecfp"][ds], tables.proteins["comp"][ps], nbr[sl] if nbr is not None else None
+                out_b[sl] = boost.predict_proba(
+                    tables.drugs, d[sl], tables.proteins["comp"][p[sl]], nbr[sl] if nbr is not None else None
                 )
     return out, out_b
 
 
-def boost_probabilities(model: Any, ecfp: np.ndarray, comp: np.ndarray, nbr: np.ndarray | None) -> np.ndarray:
-    """The boosted member's probabilities for per-pair rows of drug and protein inputs."""
-    from tools.dti.boost import boost_features
-
-    return model.boost.predict_proba(boost_features(ecfp, comp, nbr))
-
-
 def blend_block(model: Any, logit: Any, drugs: dict[str, np.ndarray], sequence: str, nbr: Any) -> np.ndarray:
-    """Scores of a block of drugs (a `stack_drugs` table) against one target from the networks' logits
-    (torch), blended with the boosted member when the model has one."""
+    """Scores of a block of drugs (a `stack_drugs` or `drug_table` table holding the boosted members' views,
+    see `tools.dti.views.add_views`) against one target from the networks' logits (torch), blended with the
+    boosted members when the model has them."""
     import torch
 
     net_prob = torch.sigmoid(logit).double().numpy()
@@ -512,7 +520,7 @@ def blend_block(model: Any, logit: Any, drugs: dict[str, np.ndarray], sequence: 
     row = protein_features(sequence)[1]
     comp = np.broadcast_to(row, (len(net_prob), len(row)))
     nb = nbr.numpy() if nbr is not None else None
-    return blend(model, net_prob, boost_probabilities(model, drugs["ecfp"], comp, nb))
+    return blend(model, net_prob, model.boost.predict_proba(drugs, np.arange(len(net_prob)), comp, nb))
 
 
 def blend(model: Any, net_prob: np.ndarray, boost_prob: np.ndarray | None) -> np.ndarray:
@@ -543,9 +551,13 @@ def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
     }
     blob = {"config": model.config(), "state_dict": state, "card": card, "extra": extra}
     if getattr(model, "boost", None) is not None:
+        state = model.boost.state()
         blob["boost"] = {
-            k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
-            for k, v in model.boost.state().items()
+            "specs": state["specs"],
+            "members": [
+                {k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v for k, v in m.items()}
+                for m in state["members"]
+            ],
         }
     if model.neighbours is not None:
         blob["neighbours"] = {
@@ -586,10 +598,14 @@ def load_checkpoint(path: Path) -> tuple[Any, dict[str, Any]]:
         model.neighbours = NeighbourIndex.from_state(state)
     model.boost, model.boost_weight = None, 0.0
     if "boost" in blob:
-        from tools.dti.boost import BoostedTrees
+        from tools.dti.boost import BoostedViews
 
-        model.boost = BoostedTrees.from_state(
-            {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in blob["boost"].items()}
+        def arrays(d: dict[str, Any]) -> dict[str, Any]:
+            return {k: v.numpy() if isinstance(v, torch.Tensor) else v for k, v in d.items()}
+
+        b = blob["boost"]
+        model.boost = BoostedViews.from_state(
+            {"specs": b["specs"], "members": [arrays(m) for m in b["members"]]} if "members" in b else arrays(b)
         )
         model.boost_weight = float(blob.get("extra", {}).get("boost_weight", 0.5))
     model.eval()
