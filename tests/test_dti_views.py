@@ -57,6 +57,8 @@ def test_add_views_from_smiles_equals_from_molecules_and_keeps_what_is_there() -
     b = add_views({"ecfp": a["ecfp"] * 0}, ["ecfp", "physchem"], smiles=DRUGS)
     assert np.array_equal(a["view:physchem"], b["view:physchem"])
     assert not b["ecfp"].any()  # an existing table entry is never recomputed
+    with pytest.raises(ValueError, match="do not parse"):
+        add_views({}, ["physchem"], smiles=["c1ccccc1", "C1CC"])
 
 
 def test_unknown_member_names_the_choices() -> None:

@@ -551,12 +551,12 @@ def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
     }
     blob = {"config": model.config(), "state_dict": state, "card": card, "extra": extra}
     if getattr(model, "boost", None) is not None:
-        state = model.boost.state()
+        trees = model.boost.state()
         blob["boost"] = {
-            "specs": state["specs"],
+            "specs": trees["specs"],
             "members": [
                 {k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v for k, v in m.items()}
-                for m in state["members"]
+                for m in trees["members"]
             ],
         }
     if model.neighbours is not None:

@@ -97,6 +97,10 @@ def add_views(table: dict[str, np.ndarray], views: Sequence[str], mols: Sequence
         from rdkit import Chem
 
         mols = [Chem.MolFromSmiles(s) for s in smiles or ()]
+        bad = [s for s, m in zip(smiles or (), mols, strict=True) if m is None]
+        if bad:
+            raise ValueError(f"{len(bad)} drug-table SMILES do not parse (first: {bad[0]!r}); build tables with "
+                             "tools.dti.train.build_tables, which keeps canonical SMILES only")
     for v in missing:
         table[view_key(v)] = view_matrix(mols, v)
     return table
