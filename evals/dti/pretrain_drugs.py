@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from tools.dti.views import COUNT_BITS
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data" / "dti"
 CORPUS_FILES = (
@@ -52,7 +54,6 @@ EVALUATION_FILES = (
     "drugban/datasets/bindingdb_sample/val.csv",
     "drugban/datasets/bindingdb_sample/test.csv",
 )
-ECFP_COUNT_BITS = 2048
 
 
 def read_smiles(path: Path) -> list[str]:
@@ -111,14 +112,11 @@ def build_corpus(data: Path = DATA) -> tuple[list[str], dict[str, Any]]:
 
 def modality_inputs(mols: Sequence[Any]) -> dict[str, np.ndarray]:
     """The non-graph modalities: 'ecfp' counts (n, 2048) uint8, 'maccs' (n, 167) uint8, 'desc' (n, 19)."""
-    from rdkit.Chem import MACCSkeys
-    from rdkit.Chem import rdFingerprintGenerator as G
+    from tools.dti.features import _descriptors, fingerprint
+    from tools.dti.views import view_matrix
 
-    from tools.dti.features import _descriptors
-
-    gen = G.GetMorganGenerator(radius=2, fpSize=ECFP_COUNT_BITS)
-    ecfp = np.stack([np.minimum(gen.GetCountFingerprintAsNumPy(m), 255).astype(np.uint8) for m in mols])
-    maccs = np.stack([np.array(list(MACCSkeys.GenMACCSKeys(m)), np.uint8) for m in mols])
+    ecfp = view_matrix(mols, "ecfp_counts").astype(np.uint8)  # counts are clipped at 255 there
+    maccs = np.stack([fingerprint(m, "maccs") for m in mols])
     desc = np.stack([_descriptors(m) for m in mols]).astype(np.float32)
     return {"ecfp": ecfp, "maccs": maccs, "desc": desc}
 
@@ -160,7 +158,7 @@ def pretrain(
     dim = encoder.out_dim
     heads = torch.nn.ModuleDict(
         {
-            "ecfp": _head(torch, ECFP_COUNT_BITS, dim),
+            "ecfp": _head(torch, COUNT_BITS, dim),
             "maccs": _head(torch, inputs["maccs"].shape[1], dim),
             "desc": _head(torch, inputs["desc"].shape[1], dim),
         }

@@ -224,11 +224,11 @@ class MolGraphEncoder(nn.Module):
 
 def save_encoder(encoder: MolGraphEncoder, path: Path, corpus: dict[str, Any] | None = None) -> None:
     """Write the encoder's state_dict, config and corpus record to a temporary name, then rename."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    from tools.atomic import atomic_output
+
     state = {k: v.detach().clone() for k, v in encoder.state_dict().items()}
-    torch.save({"state_dict": state, "config": encoder.config(), "corpus": corpus or {}}, tmp)
-    tmp.replace(path)
+    with atomic_output(Path(path)) as tmp:
+        torch.save({"state_dict": state, "config": encoder.config(), "corpus": corpus or {}}, tmp)
 
 
 def read_checkpoint(path: Path = WEIGHTS) -> dict[str, Any]:

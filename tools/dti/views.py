@@ -73,10 +73,9 @@ def physchem(mol: Any) -> np.ndarray:
 def view_matrix(mols: Sequence[Any], view: str) -> np.ndarray:
     """(n, width) float32 matrix of one view for sanitized molecules."""
     if view == "ecfp":
-        from tools.dti.features import _morgan_generator
+        from tools.dti.features import ECFP_BITS, fingerprint
 
-        gen = _morgan_generator()
-        return np.stack([gen.GetFingerprintAsNumPy(m) for m in mols]).astype(np.float32)
+        return np.stack([fingerprint(m, "ecfp4", ECFP_BITS) for m in mols]).astype(np.float32)
     if view == "physchem":
         return np.stack([physchem(m) for m in mols]) if len(mols) else np.zeros((0, PHYSCHEM_SIZE), np.float32)
     gen = _generator(view)
