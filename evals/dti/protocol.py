@@ -95,7 +95,9 @@ def run_protocol(
 
     tr = usable("train")
     report: dict[str, Any] = {
-        "protocol": "train on --train, select the blend weight on --val, evaluate on each --test",
+        "protocol": "train on --train, select the blend weight on --val (or by blend_folds inside --train), "
+        "evaluate on each --test",
+        "config": TrainConfig(**dict(cfg_kwargs or {})).to_dict(),
         "train": file_record(train, rows_in["train"], len(tr)),
         "seeds": list(seeds),
         "overlap_policy": "drop" if drop_overlap else "allow" if allow_overlap else "refuse",
@@ -153,7 +155,13 @@ def run_protocol(
         model, hist = fit(tables, Pairs(di[tr], pi[tr], y[tr]), cfg, val=val_pairs)
         train_s = time.time() - t0
         w = float(getattr(model, "boost_weight", 0.0))
-        _log(f"seed {seed}: trained in {train_s:.0f}s, blend weight of the boosted member {w}")
+        how = "fixed"
+        if "validation" in hist or "blend_cv" in hist:
+            how = "chosen on --val" if "validation" in hist else f"chosen by a {cfg.blend_group}-grouped CV in --train"
+        _log(f"seed {seed}: trained in {train_s:.0f}s, blend weight of the boosted member {w} ({how})")
+        if "blend_cv" in hist:
+            cv = hist["blend_cv"].get("auroc_by_weight", {})
+            _log("  CV AUROC by weight: " + ", ".join(f"{k}: {v:.4f}" for k, v in cv.items()))
         gbs = gb_baseline(tables, di, pi, y, tr, [te for _, te, _ in test_sets], seed, cfg.threads)
         for (path, te, entry), pg in zip(test_sets, gbs, strict=True):
             pn, pb = predict_parts(model, tables, di[te], pi[te], threads=cfg.threads)
@@ -184,7 +192,8 @@ def run_protocol(
                 f"  {short(path)}: model AUROC {rows[-len(methods)]['auroc']:.4f}, GB baseline "
                 f"{rows[-len(methods) + 2]['auroc']:.4f} ({len(te)} pairs)"
             )
-        rows[-1].setdefault("validation", json.dumps(hist.get("validation", {})))
+        rows[-1].setdefault("validation", json.dumps(hist.get("validation", hist.get("blend_cv", {}))))
+        report.setdefault("blend_weights", []).append({"seed": seed, "weight": w, "how": how})
     for path, _te, entry in test_sets:
         res = {}
         for m, vals in per_test[str(path)].items():

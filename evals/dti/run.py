@@ -259,7 +259,17 @@ def evaluate(
 
 
 def run_dtiam(
-    set_name, splits, seeds, folds_used, cfg_kwargs, ablations, ablation_splits, rows, root, ablation_seeds=(0,)
+    set_name,
+    splits,
+    seeds,
+    folds_used,
+    cfg_kwargs,
+    ablations,
+    ablation_splits,
+    rows,
+    root,
+    ablation_seeds=(0,),
+    only_folds: Sequence[int] | None = None,
 ) -> None:
     from evals.dti.data import folds, load_dtiam
 
@@ -270,6 +280,10 @@ def run_dtiam(
 
             def it():
                 for k, (tr, te) in enumerate(folds(ps, split, ps.n_folds)):
+                    if only_folds is not None:
+                        if k in only_folds:
+                            yield split, k, tr, te
+                        continue
                     if k >= folds_used:
                         break
                     yield split, k, tr, te
@@ -606,6 +620,14 @@ def main(argv: list[str] | None = None) -> int:
         help="One value N: seeds 0..N-1; several values: those seeds.",
     )
     ap.add_argument("--folds-used", type=int, default=10, help="Evaluate only the first N folds of each K-fold.")
+    ap.add_argument(
+        "--folds",
+        nargs="+",
+        type=int,
+        default=None,
+        help="Evaluate these folds (0-based) of each K-fold instead, e.g. to share folds out between runs; "
+        "merge their dti_results_runs.csv with --from-runs.",
+    )
     ap.add_argument("--epochs", type=int, default=None, help="Fine-tuning epochs (default: the shipped model's).")
     ap.add_argument("--ablations", nargs="*", default=[], choices=sorted(ABLATIONS))
     ap.add_argument("--ablation-splits", nargs="*", default=["warm", "target_cold"])
@@ -721,6 +743,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows,
                     args.data,
                     ablation_seeds=args.ablation_seeds,
+                    only_folds=args.folds,
                 )
             elif s in DRUGBAN_SETS:
                 tr, te = (args.data / p for p in DRUGBAN_SETS[s])

@@ -48,6 +48,10 @@ class TrainConfig:
     members: int = 3  # networks trained from consecutive seeds; their probabilities are averaged
     boost: bool = True  # a gradient-boosted member (tools/dti/boost.py) blended with the networks
     boost_weight: float = 0.5  # its share of the blended probability (chosen on validation pairs when given)
+    # with no validation pairs and K >= 2: the weight chosen by a K-fold CV inside the training pairs, its folds
+    # grouped by `blend_group` (drug | target | pair): the shift the model will meet (unseen drugs, targets, pairs)
+    blend_folds: int = 0
+    blend_group: str = "drug"
     boost_iterations: int = 100
     boost_cold_simulation: float = 0.5  # the boosted member's cold simulation (see tools/dti/boost.py)
     # one tree ensemble per drug view, '+nbr' where it also reads the neighbourhood (tools/dti/views.py)
@@ -162,7 +166,9 @@ def fit(
     """Train a model on labelled pairs: `cfg.members` networks from seeds seed, seed+1, ... (an ensemble
     that averages their probabilities when more than one), sharing one neighbourhood reference, and with
     `cfg.boost` a gradient-boosted member blended in with weight `cfg.boost_weight`, or, when labelled
-    validation pairs `val` are given, the weight of `BLEND_WEIGHTS` with the best validation AUROC.
+    validation pairs `val` are given, the weight of `BLEND_WEIGHTS` with the best validation AUROC, or, with
+    `cfg.blend_folds` >= 2 and no `val`, the weight with the best mean AUROC over a cross-validation inside
+    `pairs` grouped by `cfg.blend_group` (`cv_blend`: honest when the validation file is also reported).
 
     Each network: optional GRAM pretraining on the positives, then fine-tuning, which minimises binary
     cross-entropy of the interaction logit, plus `gram_weight` x the GRAM loss on the batch's positives,
@@ -172,6 +178,8 @@ def fit(
     from tools.dti.model import DTIEnsemble
     from tools.dti.neighbours import NeighbourIndex
 
+    if cfg.blend_folds >= 2 and cfg.blend_group not in BLEND_GROUPS:
+        raise ValueError(f"blend_group must be one of {', '.join(BLEND_GROUPS)}; got {cfg.blend_group!r}")
     index, nbr_all = None, None
     if cfg.neighbours:
         if progress:
@@ -200,6 +208,8 @@ def fit(
         net.boost_weight = cfg.boost_weight
         if val is not None:
             net.boost_weight, history["validation"] = select_blend(net, tables, val, cfg.threads)
+        elif cfg.blend_folds >= 2:
+            net.boost_weight, history["blend_cv"] = cv_blend(tables, pairs, cfg, progress)
     history["boost_weight"] = net.boost_weight
     return net, history
 
@@ -247,8 +257,66 @@ def select_blend(net: Any, tables: Tables, val: Pairs, threads: int = 1) -> tupl
         return net.boost_weight, {"pairs": len(y), "note": "one class only: default weight kept"}
     pn, pb = predict_parts(net, tables, d, p, threads=threads)
     scores = {w: float(roc_auc_score(y, (1 - w) * pn + w * pb)) for w in BLEND_WEIGHTS}
-    best = max(BLEND_WEIGHTS, key=lambda w: (round(scores[w], 4), -abs(w - 0.5)))
+    best = _best_weight(scores)
     return best, {"pairs": len(y), "auroc_by_weight": scores, "selected": best}
+
+
+def _best_weight(scores: dict[float, float]) -> float:
+    return max(BLEND_WEIGHTS, key=lambda w: (round(scores[w], 4), -abs(w - 0.5)))
+
+
+BLEND_GROUPS = ("drug", "target", "pair")
+
+
+def group_folds(ids: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Fold number (0..k-1) of each pair, all pairs of one id (drug or target index) in one fold; ids dealt at
+    random, so folds differ by at most one id."""
+    uniq = np.unique(ids)
+    fold_of = np.empty(int(uniq.max()) + 1 if len(uniq) else 0, dtype=np.int64)
+    fold_of[np.random.default_rng(seed).permutation(uniq)] = np.arange(len(uniq)) % k
+    return fold_of[ids]
+
+
+def cv_blend(
+    tables: Tables, pairs: Pairs, cfg: TrainConfig, progress: ProgressFn | None = None
+) -> tuple[float, dict[str, Any]]:
+    """The blend weight of `BLEND_WEIGHTS` with the best mean AUROC over a `cfg.blend_folds`-fold
+    cross-validation inside the training pairs, grouped by `cfg.blend_group`: each fold's model (networks,
+    boosted members and neighbourhood reference) is trained on the other folds' pairs only, so with
+    'drug' it scores drugs it never saw, as on a cold split. Costs `cfg.blend_folds` extra trainings;
+    returns the weight and the AUROC of each weight per fold. Folds with one class only are skipped; with
+    none left the configured weight is kept."""
+    from sklearn.metrics import roc_auc_score
+
+    k = cfg.blend_folds
+    ids = {"drug": pairs.d, "target": pairs.p, "pair": np.arange(len(pairs))}[cfg.blend_group]
+    fold = group_folds(ids, k, cfg.seed + 104729)
+    inner = replace(cfg, blend_folds=0)
+    per_fold: list[dict[float, float]] = []
+    for f in range(k):
+        held = np.flatnonzero((fold == f) & ~np.isnan(pairs.y))
+        if len(np.unique(pairs.y[held])) < 2:
+            continue
+
+        def fold_progress(done: float, total: float, msg: str, f: int = f) -> None:
+            if progress:
+                progress(done, total, f"blend weight, fold {f + 1}/{k}: {msg}")
+
+        model, _ = fit(tables, pairs.subset(np.flatnonzero(fold != f)), inner, fold_progress)
+        pn, pb = predict_parts(model, tables, pairs.d[held], pairs.p[held], threads=cfg.threads)
+        y = pairs.y[held]
+        per_fold.append({w: float(roc_auc_score(y, (1 - w) * pn + w * pb)) for w in BLEND_WEIGHTS})
+    if not per_fold:
+        return cfg.boost_weight, {"folds": k, "note": "no fold with both classes: default weight kept"}
+    mean = {w: float(np.mean([s[w] for s in per_fold])) for w in BLEND_WEIGHTS}
+    best = _best_weight(mean)
+    return best, {
+        "folds": k,
+        "grouped_by": cfg.blend_group,
+        "auroc_by_weight": mean,
+        "per_fold": per_fold,
+        "selected": best,
+    }
 
 
 def _fit_member(

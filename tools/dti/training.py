@@ -64,6 +64,7 @@ class TrainResult(BaseModel):
     test_pairs: int
     test_auroc: float | None
     test_auprc: float | None
+    boost_weight: float = Field(description="The boosted members' share of the score (see blend_folds).")
     seconds: float
     card: ModelCard
 
@@ -71,9 +72,7 @@ class TrainResult(BaseModel):
 def dti_train(
     path: Annotated[
         str,
-        Field(
-            description="CSV/TSV with columns SMILES, Protein and Y (0/1); pIC50/pKi/activity used if present."
-        ),
+        Field(description="CSV/TSV with columns SMILES, Protein and Y (0/1); pIC50/pKi/activity used if present."),
     ],
     name: Annotated[str, Field(description="New model's name (letters, digits, _ - .).")],
     split: Annotated[
@@ -84,6 +83,16 @@ def dti_train(
     epochs: Annotated[int, Field(ge=1)] = 10,
     pretrain_epochs: Annotated[int, Field(ge=0, le=50, description="GRAM-only epochs on the positives first.")] = 0,
     members: Annotated[int, Field(ge=1, le=10, description="Networks averaged (steadier, slower).")] = 3,
+    blend_folds: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=10,
+            description="K >= 2: choose the boosted members' share of the score by a K-fold cross-validation "
+            "over the training pairs, grouped as `split` (drug_cold: by drug; target_cold: by target; random: "
+            "pairs), K extra trainings. 0: share 0.5.",
+        ),
+    ] = 0,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> TrainResult:
@@ -103,6 +112,8 @@ def dti_train(
     name = check_model_name(name)
     if epochs > lim.max_train_epochs:
         raise LimitExceeded("epochs", epochs, lim.max_train_epochs, "RESEARCH_MCP_DTI__MAX_TRAIN_EPOCHS")
+    if blend_folds == 1:
+        raise InvalidInput("blend_folds=1 is not a cross-validation.", hint="Use 0 (share 0.5) or 2 to 10 folds.")
     recs, pcol, ycol, acol = read_pairs(resolve_input(path), require_label=True)
     if len(recs) > lim.max_train_pairs:
         raise LimitExceeded("Training pairs", len(recs), lim.max_train_pairs, "RESEARCH_MCP_DTI__MAX_TRAIN_PAIRS")
@@ -142,7 +153,15 @@ def dti_train(
     tr = ok[~test[ok]]
     te = ok[test[ok]]
     has_act = bool(np.any(~np.isnan(act[ok])))
-    cfg = TrainConfig(epochs=epochs, pretrain_epochs=pretrain_epochs, members=members, seed=seed, threads=lim.threads)
+    cfg = TrainConfig(
+        epochs=epochs,
+        pretrain_epochs=pretrain_epochs,
+        members=members,
+        blend_folds=blend_folds,
+        blend_group={"random": "pair", "drug_cold": "drug", "target_cold": "target"}[split],
+        seed=seed,
+        threads=lim.threads,
+    )
     pairs = Pairs(di[tr], pi[tr], y[tr], act[tr] if has_act else np.zeros(0, np.float32))
 
     def prog(done: float, total: float, msg: str) -> None:
@@ -167,7 +186,8 @@ def dti_train(
         training_files=[file_record(resolve_input(path), len(recs), len(tr), held_out_pairs=len(te))],
         splits=f"{split} hold-out of {test_fraction:.0%} (seed {seed}); {len(te_l)} labelled test pairs",
         metrics={"test": {"auroc": auroc, "auprc": auprc, "pairs": len(te_l)}} if auroc is not None else {},
-        config=cfg.to_dict() | {"steps": hist["steps"]},
+        config=cfg.to_dict()
+        | {"steps": hist["steps"], "boost_weight": net.boost_weight, "blend_cv": hist.get("blend_cv")},
         parameters=sum(p.numel() for p in net.parameters()),
         limitations=[
             "Scores are comparable within one model only.",
@@ -185,6 +205,7 @@ def dti_train(
         test_pairs=len(te_l),
         test_auroc=auroc,
         test_auprc=auprc,
+        boost_weight=net.boost_weight,
         seconds=round(time.time() - t0, 2),
         card=card,
     )
