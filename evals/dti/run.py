@@ -277,6 +277,9 @@ def run_dtiam(
 
         def resample(seed, split=split):
             ps = load_dtiam(set_name, seed, root=root)
+            bad = [f for f in only_folds or () if not 0 <= f < ps.n_folds]
+            if bad:
+                raise SystemExit(f"--folds {bad}: {set_name} has folds 0 to {ps.n_folds - 1}")
 
             def it():
                 for k, (tr, te) in enumerate(folds(ps, split, ps.n_folds)):
