@@ -249,16 +249,19 @@ def _fit_boost(
 def select_blend(net: Any, tables: Tables, val: Pairs, threads: int = 1) -> tuple[float, dict[str, Any]]:
     """The blend weight of `BLEND_WEIGHTS` with the highest AUROC on labelled validation pairs (ties go to
     the weight nearest 0.5), and the validation AUROC of each weight."""
-    from sklearn.metrics import roc_auc_score
-
     keep = ~np.isnan(val.y)
     d, p, y = val.d[keep], val.p[keep], val.y[keep]
     if len(np.unique(y)) < 2:
         return net.boost_weight, {"pairs": len(y), "note": "one class only: default weight kept"}
-    pn, pb = predict_parts(net, tables, d, p, threads=threads)
-    scores = {w: float(roc_auc_score(y, (1 - w) * pn + w * pb)) for w in BLEND_WEIGHTS}
+    scores = _auroc_by_weight(y, *predict_parts(net, tables, d, p, threads=threads))
     best = _best_weight(scores)
     return best, {"pairs": len(y), "auroc_by_weight": scores, "selected": best}
+
+
+def _auroc_by_weight(y: np.ndarray, pn: np.ndarray, pb: np.ndarray) -> dict[float, float]:
+    from sklearn.metrics import roc_auc_score
+
+    return {w: float(roc_auc_score(y, (1 - w) * pn + w * pb)) for w in BLEND_WEIGHTS}
 
 
 def _best_weight(scores: dict[float, float]) -> float:
@@ -286,8 +289,6 @@ def cv_blend(
     'drug' it scores drugs it never saw, as on a cold split. Costs `cfg.blend_folds` extra trainings;
     returns the weight and the AUROC of each weight per fold. Folds with one class only are skipped; with
     none left the configured weight is kept."""
-    from sklearn.metrics import roc_auc_score
-
     k = cfg.blend_folds
     ids = {"drug": pairs.d, "target": pairs.p, "pair": np.arange(len(pairs))}[cfg.blend_group]
     fold = group_folds(ids, k, cfg.seed + 104729)
@@ -303,9 +304,8 @@ def cv_blend(
                 progress(done, total, f"blend weight, fold {f + 1}/{k}: {msg}")
 
         model, _ = fit(tables, pairs.subset(np.flatnonzero(fold != f)), inner, fold_progress)
-        pn, pb = predict_parts(model, tables, pairs.d[held], pairs.p[held], threads=cfg.threads)
-        y = pairs.y[held]
-        per_fold.append({w: float(roc_auc_score(y, (1 - w) * pn + w * pb)) for w in BLEND_WEIGHTS})
+        parts = predict_parts(model, tables, pairs.d[held], pairs.p[held], threads=cfg.threads)
+        per_fold.append(_auroc_by_weight(pairs.y[held], *parts))
     if not per_fold:
         return cfg.boost_weight, {"folds": k, "note": "no fold with both classes: default weight kept"}
     mean = {w: float(np.mean([s[w] for s in per_fold])) for w in BLEND_WEIGHTS}
