@@ -51,12 +51,17 @@ def test_similarities_match_rdkit_and_a_direct_count():
     for i in range(len(DRUGS)):
         for j in range(len(DRUGS)):
             assert sim[i, j] == pytest.approx(DataStructs.TanimotoSimilarity(fps[i], fps[j]), abs=1e-6)
-    prof = kmer_profiles([P1, P3]).toarray()
-    counts = {}
-    for k in range(len(P1) - 2):
-        counts[P1[k : k + 3]] = counts.get(P1[k : k + 3], 0) + 1
-    assert prof[0].max() == pytest.approx(max(counts.values()) / np.sqrt(sum(c * c for c in counts.values())))
-    assert np.linalg.norm(prof, axis=1) == pytest.approx([1.0, 1.0])
+    for k in (3, 5):
+        prof = kmer_profiles([P1, P3], k).toarray()
+        counts = [{}, {}]
+        for seq, c in zip((P1, P3), counts, strict=True):
+            for i in range(len(seq) - k + 1):
+                c[seq[i : i + k]] = c.get(seq[i : i + k], 0) + 1
+        assert prof[0].max() == pytest.approx(max(counts[0].values()) / np.sqrt(sum(c * c for c in counts[0].values())))
+        assert np.linalg.norm(prof, axis=1) == pytest.approx([1.0, 1.0])
+        dot = sum(n * counts[1].get(m, 0) for m, n in counts[0].items())
+        norms = np.sqrt(sum(n * n for n in counts[0].values()) * sum(n * n for n in counts[1].values()))
+        assert prof[0] @ prof[1] == pytest.approx(dot / norms, abs=1e-6)
 
 
 def test_hand_computed_features_of_a_small_reference():
@@ -95,6 +100,37 @@ def test_hand_computed_features_of_a_small_reference():
     k = 2
     want = s[di[k], d0] ** 3 * st[pi[k], t1] ** 3
     assert f[k, _feature("similarity_kernel_log")] == pytest.approx(np.log1p(want), abs=1e-5)
+
+
+def test_kmer_size_sets_the_target_similarity_and_is_kept_in_the_state():
+    ref = [(0, 0, 1.0), (0, 1, 1.0), (1, 2, 1.0), (2, 0, 0.0), (3, 1, 0.0)]
+    tables, di, pi, y = _index_and_tables(ref)
+    t0, t1 = pi[0], pi[1]
+    col = _feature("drug_partner_target_similarity")
+    for k in (3, 5):
+        index = NeighbourIndex.from_tables(tables, di, pi, y, kmer=k)
+        prof = kmer_profiles(tables.sequences, k)
+        cosine = (prof[t0] @ prof[t1].T).toarray()[0, 0]
+        assert index.features_for_tables(tables, di, pi)[0, col] == pytest.approx(cosine, abs=1e-6)
+    # P3 is unrelated to P1: it shares fewer of its 5-mers with P1 than of its 3-mers
+    p3, p5 = kmer_profiles([P1, P3], 3), kmer_profiles([P1, P3], 5)
+    assert (p5[0] @ p5[1].T).toarray()[0, 0] < (p3[0] @ p3[1].T).toarray()[0, 0]
+    index = NeighbourIndex.from_tables(tables, di, pi, y, kmer=5)
+    back = NeighbourIndex.from_state(index.state())
+    assert back.kmer == 5
+    assert np.array_equal(back.features_for_tables(tables, di, pi), index.features_for_tables(tables, di, pi))
+    legacy = NeighbourIndex.from_tables(tables, di, pi, y, kmer=3).state()
+    del legacy["kmer"]  # saved before k was a setting
+    old = NeighbourIndex.from_state(legacy)
+    assert old.kmer == 3
+    assert np.array_equal(
+        old.features_for_tables(tables, di, pi),
+        NeighbourIndex.from_tables(tables, di, pi, y, kmer=3).features_for_tables(tables, di, pi),
+    )
+    with pytest.raises(ValueError, match="2 to 5"):
+        NeighbourIndex.from_tables(tables, di, pi, y, kmer=6)
+    with pytest.raises(ValueError, match="target_kmer must be 2 to 5"):
+        fit(tables, Pairs(di, pi, y), TrainConfig(target_kmer=7))
 
 
 def test_training_pairs_see_what_an_unseen_pair_would():
@@ -142,9 +178,9 @@ def test_ensemble_with_neighbourhood_round_trips_and_averages_members(tmp_path):
     seqs = [(P1, P2, P3)[t] for _, t in pairs] * 4
     y = np.array([float((d + t) % 2 == 0) for d, t in pairs] * 4)
     tables, di, pi, _ = build_tables(smiles, seqs)
-    cfg = TrainConfig(epochs=3, batch_size=64, members=2)
+    cfg = TrainConfig(epochs=3, batch_size=64, members=2, target_kmer=4)
     model, _ = fit(tables, Pairs(di, pi, y), cfg)
-    assert len(model.members) == 2 and model.neighbours is not None
+    assert len(model.members) == 2 and model.neighbours is not None and model.neighbours.kmer == 4
     p = predict(model, tables, di, pi)
     pn, pb = predict_parts(model, tables, di, pi)
     members = []
@@ -157,6 +193,7 @@ def test_ensemble_with_neighbourhood_round_trips_and_averages_members(tmp_path):
     assert back.neighbours is not None and len(back.neighbours.y) == len(y)
     assert np.allclose(predict(back, tables, di, pi), p, atol=2e-2)
     assert np.array_equal(back.neighbours.drug_bits, model.neighbours.drug_bits)
+    assert back.neighbours.kmer == 4
     with pytest.raises(ValueError, match="neighbourhood"):
         model.members[0].interaction_logit(torch.zeros(1, 64), torch.zeros(1, 64))
 

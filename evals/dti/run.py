@@ -71,7 +71,9 @@ def gb_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1) -> np.nd
         return clf.predict_proba(feats(te))[:, 1]
 
 
-def gb_neighbour_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1) -> np.ndarray:
+def gb_neighbour_baseline(
+    tables, di, pi, y, tr, te, seed: int, threads: int = 1, kmer: int | None = None
+) -> np.ndarray:
     """The GB baseline with the model's 13 neighbourhood features added (same reference, same cold
     simulation of the training rows), to show what those features alone give a tree model."""
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -80,7 +82,7 @@ def gb_neighbour_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1
     from tools.dti.neighbours import COLD_DRUG, COLD_TARGET, NeighbourIndex
     from tools.dti.train import TrainConfig
 
-    index = NeighbourIndex.from_tables(tables, di[tr], pi[tr], y[tr])
+    index = NeighbourIndex.from_tables(tables, di[tr], pi[tr], y[tr], kmer or TrainConfig().target_kmer)
     ftr = index.features_for_tables(tables, di[tr], pi[tr])
     rng = np.random.default_rng(seed)
     p = TrainConfig().cold_simulation
@@ -247,7 +249,8 @@ def evaluate(
             )
             _log(f"{name} {split} seed {seed} fold {fold}: GB    AUROC {au:.4f} AUPRC {ap:.4f}")
             t = time.time()
-            au, ap = _metrics(y[te], gb_neighbour_baseline(tables, di, pi, y, tr, te, seed, cfg.threads))
+            p_nbr = gb_neighbour_baseline(tables, di, pi, y, tr, te, seed, cfg.threads, cfg.target_kmer)
+            au, ap = _metrics(y[te], p_nbr)
             rows.append(base | {"method": GB_NEIGHBOURS, "auroc": au, "auprc": ap, "seconds": time.time() - t})
             _log(f"{name} {split} seed {seed} fold {fold}: GB+nbr AUROC {au:.4f} AUPRC {ap:.4f}")
             for ab in ablations if seed in ablation_seeds else ():

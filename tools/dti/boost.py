@@ -4,7 +4,7 @@ neighbourhood features, stored as plain arrays and evaluated in numpy.
 The model holds one tree ensemble per drug view (`tools/dti/views.py`: ECFP4 bits, ECFP4 counts,
 atom-pair counts, physicochemical values) and averages their probabilities (`BoostedViews`). Each reads,
 per pair: its view of the drug, the protein's amino-acid composition (20) and, for members named
-`<view>+nbr`, the 13 known-interaction neighbourhood features (nearest training partners by Tanimoto and 3-mer cosine
+`<view>+nbr`, the 13 known-interaction neighbourhood features (nearest training partners by Tanimoto and k-mer cosine
 similarity). For its training pairs, as for the networks', each side's block of the neighbourhood is
 zeroed for half of the pairs (cold simulation), so it learns both the similarity evidence that carries
 to new drugs and targets and the known partners of seen ones. (Single runs: Yamanishi 08 drug-cold fold

@@ -2,7 +2,8 @@
 
 A trained model keeps the labelled pairs it was trained on (its reference). For a query pair it reads
 13 features from them, by drug similarity (Tanimoto on ECFP4 bits) and protein similarity (cosine of
-3-mer counts):
+k-mer counts; k = 5 by default, where few k-mers are shared by chance and a shared one mostly means
+homology; indexes saved before k was a setting used 3):
 
 - drug block, from the drug's other labelled pairs: whether it has any, log count of its other
   positives, their smoothed label mean, and the highest similarity of the target to the drug's other
@@ -46,30 +47,32 @@ FEATURE_NAMES = (
 )
 COLD_DRUG = slice(0, 4)
 COLD_TARGET = slice(4, 8)
-KMER = 3
+KMER = 5
+LEGACY_KMER = 3  # the k of a saved index that does not say which
+KMERS = range(2, 6)  # 20**6 rows would be 0.5 GB of index pointers alone
 
 _AA = np.full(128, -1, dtype=np.int64)
 for _i, _a in enumerate(AMINO_ACIDS):
     _AA[ord(_a)] = _i
 
 
-def kmer_profiles(sequences: Sequence[str]) -> Any:
-    """Unit-length 3-mer count vectors (sparse CSR, n x 20**3); windows with X are skipped."""
+def kmer_profiles(sequences: Sequence[str], k: int = KMER) -> Any:
+    """Unit-length k-mer count vectors (sparse CSR, n x 20**k); windows with X are skipped."""
     from scipy import sparse
 
     rows, cols, vals = [], [], []
     for r, s in enumerate(sequences):
         codes = _AA[np.frombuffer(s.encode("ascii"), dtype=np.uint8)]
-        if len(codes) < KMER:
+        if len(codes) < k:
             continue
-        win = np.lib.stride_tricks.sliding_window_view(codes, KMER)
+        win = np.lib.stride_tricks.sliding_window_view(codes, k)
         win = win[(win >= 0).all(1)]
-        ids = (win * (20 ** np.arange(KMER - 1, -1, -1))).sum(1)
+        ids = (win * (20 ** np.arange(k - 1, -1, -1))).sum(1)
         u, c = np.unique(ids, return_counts=True)
         rows.append(np.full(len(u), r))
         cols.append(u)
         vals.append(c / np.sqrt((c.astype(np.float64) ** 2).sum()))
-    shape = (len(sequences), 20**KMER)
+    shape = (len(sequences), 20**k)
     if not rows:
         return sparse.csr_matrix(shape, dtype=np.float32)
     return sparse.csr_matrix(
@@ -105,14 +108,17 @@ class NeighbourIndex:
     d: np.ndarray  # reference pairs: drug index
     t: np.ndarray  # target index
     y: np.ndarray  # label 0/1
+    kmer: int = KMER  # k of the protein k-mer profiles
 
     def __post_init__(self) -> None:
         from scipy import sparse
 
+        if self.kmer not in KMERS:
+            raise ValueError(f"k-mer size must be {KMERS.start} to {KMERS.stop - 1}; got {self.kmer}")
         nd, nt = len(self.smiles), len(self.sequences)
         self.drug_index = {s: i for i, s in enumerate(self.smiles)}
         self.target_index = {s: i for i, s in enumerate(self.sequences)}
-        self.profiles_t = kmer_profiles(self.sequences).T.tocsr()  # (20**3, nt), for query @ profiles_t
+        self.profiles_t = kmer_profiles(self.sequences, self.kmer).T.tocsr()  # (20**k, nt), for query @ profiles_t
         y = self.y.astype(np.float32)
         self.label = sparse.csr_matrix((y, (self.d, self.t)), shape=(nd, nt))  # duplicates add up
         self.count = sparse.csr_matrix((np.ones_like(y), (self.d, self.t)), shape=(nd, nt))
@@ -146,7 +152,7 @@ class NeighbourIndex:
         return inter
 
     @classmethod
-    def from_tables(cls, tables: Any, d: np.ndarray, t: np.ndarray, y: np.ndarray) -> NeighbourIndex:
+    def from_tables(cls, tables: Any, d: np.ndarray, t: np.ndarray, y: np.ndarray, kmer: int = KMER) -> NeighbourIndex:
         """The reference of labelled pairs (indices into `tables`, NaN labels skipped)."""
         keep = ~np.isnan(y)
         d, t, y = d[keep], t[keep], y[keep]
@@ -159,6 +165,7 @@ class NeighbourIndex:
             dinv.astype(np.int32),
             tinv.astype(np.int32),
             (y > 0.5).astype(np.uint8),
+            kmer,
         )
 
     def state(self) -> dict[str, Any]:
@@ -171,6 +178,7 @@ class NeighbourIndex:
             "d": self.d,
             "t": self.t,
             "y": self.y,
+            "kmer": self.kmer,
         }
 
     @classmethod
@@ -183,6 +191,7 @@ class NeighbourIndex:
             np.asarray(state["d"], dtype=np.int32),
             np.asarray(state["t"], dtype=np.int32),
             np.asarray(state["y"], dtype=np.uint8),
+            int(state.get("kmer", LEGACY_KMER)),
         )
 
     def features_for_tables(self, tables: Any, d: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -209,7 +218,7 @@ class NeighbourIndex:
         qt_ref = np.array([self.target_index.get(s, -1) for s in sequences], dtype=np.int64)
         ud, a = np.unique(d, return_inverse=True)
         ut, b = np.unique(t, return_inverse=True)
-        st = (kmer_profiles([sequences[i] for i in ut]) @ self.profiles_t).toarray().astype(np.float32)
+        st = (kmer_profiles([sequences[i] for i in ut], self.kmer) @ self.profiles_t).toarray().astype(np.float32)
         rt = qt_ref[ut]
         st[np.flatnonzero(rt >= 0), rt[rt >= 0]] = 0.0  # a query entity never counts as its own neighbour
         wt = _cube(st)  # (u_t, nt)

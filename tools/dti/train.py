@@ -42,6 +42,7 @@ class TrainConfig:
     dropout_base: float = 0.15
     activity_weight: float = 0.2
     neighbours: bool = True  # the pair-level known-interaction neighbourhood modality
+    target_kmer: int = 5  # k of the protein k-mer profiles whose cosine is the neighbourhood's target similarity
     ecfp_input_dropout: float = 0.0  # dropout on the ECFP4 input bits (less memorising of seen drugs)
     cold_simulation: float = 0.5  # per pair and side, chance its neighbourhood block is dropped (unseen drug/target)
     neighbour_head: bool = True  # a second head on the neighbourhood embedding alone, added to the logit
@@ -176,15 +177,17 @@ def fit(
     (weak supervision). `progress(done, total, msg)` is called per step and may raise to cancel.
     """
     from tools.dti.model import DTIEnsemble
-    from tools.dti.neighbours import NeighbourIndex
+    from tools.dti.neighbours import KMERS, NeighbourIndex
 
     if cfg.blend_folds >= 2 and cfg.blend_group not in BLEND_GROUPS:
         raise ValueError(f"blend_group must be one of {', '.join(BLEND_GROUPS)}; got {cfg.blend_group!r}")
+    if cfg.neighbours and cfg.target_kmer not in KMERS:
+        raise ValueError(f"target_kmer must be {KMERS.start} to {KMERS.stop - 1}; got {cfg.target_kmer}")
     index, nbr_all = None, None
     if cfg.neighbours:
         if progress:
             progress(0, 1, "neighbourhood features")
-        index = NeighbourIndex.from_tables(tables, pairs.d, pairs.p, pairs.y)
+        index = NeighbourIndex.from_tables(tables, pairs.d, pairs.p, pairs.y, cfg.target_kmer)
         nbr_all = index.features_for_tables(tables, pairs.d, pairs.p)
     n = max(1, cfg.members)
     models, history = [], {}
