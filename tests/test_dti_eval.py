@@ -85,3 +85,24 @@ def test_dtiam_protocol_negatives_and_cold_folds():
     assert not set(ps.drug_ids[tr]) & set(ps.drug_ids[te]) and not set(ps.target_ids[tr]) & set(ps.target_ids[te])
     tr, te = next(folds(ps, "warm", 10))
     assert len(te) == pytest.approx(len(ps.y) / 10, abs=1)
+
+
+def test_similarity_probe_scores_by_hand_and_runs_inside_train(tmp_path):
+    from evals.dti.similarity_probe import POWERS, _scores, main
+
+    # drug 0 knows targets 0 (+) and 1 (-); query (drug 0, target 2) and (drug 1, target 2): drug 1 knows nothing
+    sim = np.array([[0, 0.2, 0.5], [0.2, 0, 0.25], [0.5, 0.25, 0]])
+    d, t, y = np.array([0, 0, 0, 1]), np.array([0, 1, 2, 2]), np.array([1.0, 0.0, 1.0, 0.0])
+    weighted, nearest = _scores(sim, d, t, y, np.array([0, 1]), np.array([2, 3]))
+    for p in POWERS:
+        assert weighted[p][0] == pytest.approx(0.5**p / (0.5**p + 0.25**p), abs=1e-6)
+        assert weighted[p][1] == 0.0
+    assert nearest.tolist() == [0.5, 0.0]
+    out = tmp_path / "probe.csv"
+    main(["--fold", "3", "--csv", str(out)])
+    with open(out) as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 4 * (len(POWERS) + 1)  # k = 2..5, each predictor
+    assert all(0.5 < float(r["auroc_mean"]) < 1.0 for r in rows)
+    with pytest.raises(SystemExit, match="0 to 9"):
+        main(["--fold", "10"])
