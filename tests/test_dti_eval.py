@@ -99,10 +99,11 @@ def test_similarity_probe_scores_by_hand_and_runs_inside_train(tmp_path):
         assert weighted[p][1] == 0.0
     assert nearest.tolist() == [0.5, 0.0]
     out = tmp_path / "probe.csv"
-    main(["--fold", "3", "--csv", str(out)])
+    main(["--fold", "3", "--csv", str(out)])  # the probe of one fold takes about 12 s
     with open(out) as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 4 * (len(POWERS) + 1)  # k = 2..5, each predictor
     assert all(0.5 < float(r["auroc_mean"]) < 1.0 for r in rows)
-    with pytest.raises(SystemExit, match="0 to 9"):
-        main(["--fold", "10"])
+    assert {r["fold"] for r in rows} == {"3"}
+    with pytest.raises(SystemExit, match="0 to 9; got 10"):
+        main(["--fold", "2", "10"])  # refused before fold 2 is probed

@@ -156,6 +156,8 @@ def _log(msg: str) -> None:
 
 
 COLD_SIDES = {"drug_cold": ("drug",), "target_cold": ("target",), "both_cold": ("drug", "target")}
+# the shift each split's model is configured for (`TrainConfig.for_shift`); a split not named takes the defaults
+SPLIT_SHIFT = {"warm": "pair", "drug_cold": "drug", "target_cold": "target"}
 
 
 def unseen_test(di: np.ndarray, pi: np.ndarray, tr: np.ndarray, te: np.ndarray, split: str) -> tuple[np.ndarray, dict]:
@@ -213,7 +215,9 @@ def evaluate(
                 _log(f"{name} {split} seed {seed} fold {fold}: {leak['removed']} test pairs left out ({leak})")
             if len(te) == 0 or len(np.unique(y[te])) < 2:
                 continue
-            cfg = TrainConfig(seed=seed, **cfg_kwargs)
+            shift = SPLIT_SHIFT.get(split)
+            cfg = TrainConfig.for_shift(shift, seed=seed, **cfg_kwargs) if shift else TrainConfig(seed=seed,
+                                                                                                   **cfg_kwargs)
             base = {
                 "dataset": name,
                 "split": split,

@@ -118,7 +118,7 @@ def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path
             records.append(file_record(data / TRAIN_FILES[part], len(idx), len(used)) | {"file": TRAIN_FILES[part]})
             described.append(f"{SOURCES['drugban']} {TRAIN_FILES[part].removeprefix(DRUGBAN + '/')}: {len(used)} pairs")
     overrides = {"epochs": epochs} if epochs else {}
-    cfg = TrainConfig(threads=threads, blend_folds=BLEND_FOLDS, blend_group=BLEND_GROUP[name], **overrides)
+    cfg = TrainConfig.for_shift(BLEND_GROUP[name], threads=threads, blend_folds=BLEND_FOLDS, **overrides)
     t0 = time.time()
     model, hist = fit(
         tables,

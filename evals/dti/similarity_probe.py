@@ -1,8 +1,8 @@
 """Which protein similarity carries a drug's known targets to an unseen target: a nearest-neighbour probe.
 
-    python -m evals.dti.similarity_probe [--fold 0] [--csv evals/dti/results/target_similarity_probe.csv]
+    python -m evals.dti.similarity_probe [--fold 0 [1 ...]] [--csv evals/dti/results/target_similarity_probe.csv]
 
-Inside the training pairs of one target-cold fold of Yamanishi 08 (DTIAM protocol; the fold's test
+Inside the training pairs of a target-cold fold of Yamanishi 08 (DTIAM protocol; the fold's test
 targets are never read), the training targets are split into 5 groups (KFold, shuffle, seed 1). Each
 group in turn is held out, and a pair (drug d, held-out target t) is scored from d's pairs with the
 other groups' targets t' only, for each k-mer size k (cosine of k-mer count vectors, as the model's
@@ -11,8 +11,9 @@ neighbourhood uses):
 - weighted profile: sum s(t, t')^p y(d, t') / sum s(t, t')^p, for p = 1, 3, 8;
 - nearest positive: max s(t, t') over d's positive targets t'.
 
-It prints the mean held-out AUROC over the 5 groups per similarity and predictor; the neighbourhood's
-`target_kmer` is the k this probe ranks best.
+It prints the mean held-out AUROC over the 5 groups per fold, similarity and predictor; the
+neighbourhood's `target_kmer` is the k this probe ranks best inside every fold's own training pairs, so
+the choice is blind to each fold's test targets.
 """
 
 from __future__ import annotations
@@ -83,20 +84,23 @@ def probe(fold: int = 0, groups: int = 5) -> list[dict]:
                 aucs[f"weighted profile p={p}"].append(roc_auc_score(ps.y[query], weighted[p]))
             aucs["nearest positive"].append(roc_auc_score(ps.y[query], nearest))
         for name, vals in aucs.items():
-            rows.append({"similarity": f"{k}-mer cosine", "predictor": name, "auroc_mean": float(np.mean(vals)),
-                         "auroc_sd": float(np.std(vals)), "similarity_seconds": seconds})
-            print(f"{k}-mer cosine  {name:22s} AUROC {np.mean(vals):.4f} ± {np.std(vals):.4f}", flush=True)
+            rows.append({"fold": fold, "similarity": f"{k}-mer cosine", "predictor": name,
+                         "auroc_mean": float(np.mean(vals)), "auroc_sd": float(np.std(vals)),
+                         "similarity_seconds": seconds})
+            print(f"fold {fold}  {k}-mer cosine  {name:22s} AUROC {np.mean(vals):.4f} ± {np.std(vals):.4f}", flush=True)
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fold", type=int, default=0, help="Target-cold fold whose training pairs are probed (0-9).")
+    ap.add_argument("--fold", type=int, nargs="+", default=[0],
+                    help="Target-cold folds whose training pairs are probed (0-9).")
     ap.add_argument("--csv", type=Path, help="Write the rows here.")
     args = ap.parse_args(argv)
-    if not 0 <= args.fold < 10:
-        raise SystemExit(f"--fold must be 0 to 9; got {args.fold}")
-    rows = probe(args.fold)
+    bad = [f for f in args.fold if not 0 <= f < 10]
+    if bad:
+        raise SystemExit(f"--fold must be 0 to 9; got {bad[0]}")
+    rows = [row for fold in args.fold for row in probe(fold)]
     if args.csv:
         with atomic_output(args.csv) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -77,7 +77,10 @@ def dti_train(
     name: Annotated[str, Field(description="New model's name (letters, digits, _ - .).")],
     split: Annotated[
         Literal["random", "drug_cold", "target_cold"],
-        Field(description="Test part: random pairs, unseen drugs or unseen targets."),
+        Field(
+            description="Test part: random pairs, unseen drugs or unseen targets. target_cold also gives every "
+            "boosted member the neighbourhood features, which carry to unseen targets."
+        ),
     ] = "random",
     test_fraction: Annotated[float, Field(ge=0.0, le=0.5)] = 0.2,
     epochs: Annotated[int, Field(ge=1)] = 10,
@@ -153,12 +156,12 @@ def dti_train(
     tr = ok[~test[ok]]
     te = ok[test[ok]]
     has_act = bool(np.any(~np.isnan(act[ok])))
-    cfg = TrainConfig(
+    cfg = TrainConfig.for_shift(
+        {"random": "pair", "drug_cold": "drug", "target_cold": "target"}[split],
         epochs=epochs,
         pretrain_epochs=pretrain_epochs,
         members=members,
         blend_folds=blend_folds,
-        blend_group={"random": "pair", "drug_cold": "drug", "target_cold": "target"}[split],
         seed=seed,
         threads=lim.threads,
     )
