@@ -13,15 +13,13 @@ mean probability of candidate member sets (the model's default set among them), 
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-from evals.dti.data import folds, load_dtiam
-from tools.atomic import atomic_output
+from evals.dti.data import folds, load_dtiam, write_rows_csv
 from tools.dti.views import VIEW_NAMES
 
 SPECS = tuple(f"{v}{s}" for v in VIEW_NAMES for s in ("", "+nbr"))
@@ -105,10 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--groups must be 2 to 10; got {args.groups}")
     rows = probe(args.split, args.fold, args.groups)
     if args.csv:
-        with atomic_output(args.csv) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows_csv(args.csv, rows)
 
 
 if __name__ == "__main__":

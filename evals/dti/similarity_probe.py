@@ -19,15 +19,13 @@ the choice is blind to each fold's test targets.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from evals.dti.data import folds, load_dtiam
-from tools.atomic import atomic_output
+from evals.dti.data import folds, load_dtiam, write_rows_csv
 from tools.dti.neighbours import KMERS, kmer_profiles
 
 POWERS = (1, 3, 8)
@@ -102,10 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--fold must be 0 to 9; got {bad[0]}")
     rows = [row for fold in args.fold for row in probe(fold)]
     if args.csv:
-        with atomic_output(args.csv) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_rows_csv(args.csv, rows)
 
 
 if __name__ == "__main__":
