@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from evals.dti.protocol import OverlapRefused, run_protocol
+from evals.dti.protocol import SHIFT_BLEND_FOLDS, OverlapRefused, detect_shift, run_protocol, shift_config
 from evals.dti.run import main, unseen_test
 from tools.dti.boost import BoostedTrees, fit_trees
 from tools.dti.provenance import file_sha256, overlap, pair_keys, pairs_sha256
@@ -138,3 +138,36 @@ def test_train_val_test_command_writes_a_report_with_provenance(tmp_path):
         assert r["auroc_mean"] == pytest.approx(np.mean([s["auroc"] for s in r["per_seed"]]))
     md = (tmp_path / "dti_results.md").read_text()
     assert "GB baseline (ECFP4 + AAC)" in md
+    # auto shift: read from the val and test rows' structures; with a val file no CV is added
+    used = rep["shift"]["used"]
+    assert rep["shift"]["asked"] == "auto" and used in ("drug", "target", "pair")
+    assert rep["config"]["blend_group"] == used and rep["config"]["blend_folds"] == 0
+
+
+def test_the_shift_is_read_from_unseen_drugs_then_targets():
+    # training pairs: drugs 0-3, targets 0-3
+    di = np.array([0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 1, 2])
+    pi = np.array([0, 1, 2, 3, 0, 1, 2, 7, 8, 9, 3, 0])
+    tr = np.arange(4)
+    shift, shares = detect_shift(di, pi, tr, np.array([4, 5, 6, 7]))  # drugs 4, 5, 6 new (3 of 4 rows)
+    assert shift == "drug" and shares == {"unseen_drug_rows": 0.75, "unseen_target_rows": 0.25}
+    shift, shares = detect_shift(di, pi, tr, np.array([7, 8, 9, 10]))  # known drugs, targets 7-9 new
+    assert shift == "target" and shares == {"unseen_drug_rows": 0.0, "unseen_target_rows": 0.75}
+    shift, shares = detect_shift(di, pi, tr, np.array([10, 11, 4]))  # new pairs of known drugs and targets, mostly
+    assert shift == "pair" and shares["unseen_drug_rows"] == pytest.approx(1 / 3, abs=1e-4)
+    assert detect_shift(di, pi, tr, np.array([4, 5]))[0] == "drug"
+    assert detect_shift(di, pi, tr, np.array([4, 11]))[0] == "pair"  # exactly half new is not most
+
+
+def test_the_shift_config_and_what_wins_over_it():
+    from tools.dti.train import UNSEEN_TARGET_MEMBERS, TrainConfig
+
+    assert shift_config("none", {"epochs": 2}, has_val=False) == {"epochs": 2}
+    cfg = TrainConfig(**shift_config("target", {}, has_val=False))
+    assert (cfg.blend_group, cfg.blend_folds, cfg.boost_members) == ("target", SHIFT_BLEND_FOLDS,
+                                                                     tuple(UNSEEN_TARGET_MEMBERS))
+    cfg = TrainConfig(**shift_config("drug", {"blend_folds": 0}, has_val=False))
+    assert (cfg.blend_group, cfg.blend_folds) == ("drug", 0)
+    assert "blend_folds" not in shift_config("pair", {}, has_val=True)
+    with pytest.raises(SystemExit, match="--shift must be one of"):
+        run_protocol(TRAIN, [TEST], seeds=[0], cfg_kwargs=TINY, shift="cold")

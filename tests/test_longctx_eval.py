@@ -56,3 +56,27 @@ def test_two_topologies_keep_per_item_rows_that_summarize_again(tmp_path: Path) 
     assert (again / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     fits = json.loads((again / "noise.json").read_text())["fits"]
     assert {"kv", "kv/chain", "kv/workers_manager"} <= set(fits)
+
+
+def test_several_questions_per_haystack_ask_keys_spread_over_it(tmp_path: Path) -> None:
+    """Each question's gold answer is its key's value in the haystack's own JSON; the keys are spread over its
+    positions; the scripted workers find every one of them."""
+    from evals.longctx.run import haystack_pairs, kv_items, spread_positions
+
+    assert spread_positions(10, 5) == [1, 3, 5, 7, 9] and spread_positions(3, 5) == [0, 1, 2]
+    items = kv_items([1000, 2000], 2, 5)
+    assert len(items) == 20 and len({it.text for it in items}) == 4
+    for it in items:
+        pairs = dict(haystack_pairs(it.text))
+        key = it.task.split('"')[1]
+        assert it.answers == [pairs[key]] and it.task.startswith(f'Key: "{key}"')
+    first = [it for it in items if it.text == items[0].text]
+    order = [k for k, _ in haystack_pairs(first[0].text)]
+    picked = [order.index(it.task.split('"')[1]) for it in first]
+    assert picked == sorted(picked) and picked[0] < len(order) / 4 and picked[-1] > 3 * len(order) / 4
+    assert kv_items([1000], 2, 1)[0].task == kv_items([1000], 2)[0].task  # one question: the set's own key
+    out = tmp_path / "run"
+    assert main(["--kv-lengths", "1000", "--kv-items", "1", "--kv-questions", "4", "--qa-items", "0",
+                 "--no-single-shot", "--no-bench", "--out", str(out)]) == 0
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    assert len(rows) == 4 and all(r["correct"] == "1" for r in rows)

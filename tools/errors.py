@@ -34,10 +34,10 @@ class LimitExceeded(ResearchError, ValueError):
 
     kind = "limit_exceeded"
 
-    def __init__(self, what: str, value: float, limit: float, setting: str) -> None:
+    def __init__(self, what: str, value: float, limit: float, setting: str, hint: str | None = None) -> None:
         super().__init__(
             f"{what} is {value:g}, over the limit of {limit:g}.",
-            hint=f"Reduce it, or raise the bound with the environment variable {setting}.",
+            hint=hint or f"Reduce it, or raise the bound with the environment variable {setting}.",
         )
         self.value = value
         self.limit = limit

@@ -37,6 +37,10 @@ class LLMSettings(BaseSettings):
     embedded_max_tokens: int = Field(
         96, description="Most tokens the embedded model writes per reply (it decodes a few tokens a second on a CPU)."
     )
+    embedded_prefix_cache_mb: int = Field(
+        2048, ge=0, description="Memory for the embedded model's key/value caches of prompt starts that later prompts "
+        "repeat (a document asked again, a chunk read again, an agent's growing transcript); 0 keeps none.",
+    )
     embedded_url: str | None = Field(
         None, description="Base URL of an already running embedded-model server to attach to (research-mcp llm serve)."
     )

@@ -2,11 +2,17 @@
 
     python -m evals.dti --train T.csv [--val V.csv] --test S.csv [S2.csv ...] --seeds 3 --json OUT.json
 
-trains the model on T (the blend weight of its boosted member chosen on V), and prints AUROC and AUPRC
-on each S (mean ± sd over the seeds) for the model and the GB baseline side by side. Before any
-training, each test (and the validation) file is compared with T by canonical SMILES + cleaned
-sequence: a test file sharing pairs with T is refused, unless `--allow-overlap` (evaluated as is,
-flagged in every output) or `--drop-overlap` (the shared pairs are left out, and counted).
+trains the model on T (the blend weight of its boosted member chosen on V, or without V by a grouped
+cross-validation inside T), and prints AUROC and AUPRC on each S (mean ± sd over the seeds) for the model
+and the GB baseline side by side. Before any training, each test (and the validation) file is compared with
+T by canonical SMILES + cleaned sequence: a test file sharing pairs with T is refused, unless
+`--allow-overlap` (evaluated as is, flagged in every output) or `--drop-overlap` (the shared pairs are left
+out, and counted).
+
+The model is configured for the shift it will meet (`--shift`, default `auto`: from the share of evaluated
+rows whose drug, or target, is not in T; structures only, never labels): unseen drugs, unseen targets or
+unseen pairs of known ones (`TrainConfig.for_shift`, with its blend weight chosen by a cross-validation
+grouped the same way when no V is given). `--shift none` keeps the plain defaults; `--config` wins over both.
 """
 
 from __future__ import annotations
@@ -20,6 +26,9 @@ from typing import Any
 import numpy as np
 
 OVERLAP_BANNER = "!" * 100
+SHIFTS = ("auto", "drug", "target", "pair", "none")
+UNSEEN_SHARE = 0.5  # rows whose drug (target) is not a training one, above which `auto` takes that shift
+SHIFT_BLEND_FOLDS = 3
 
 
 class OverlapRefused(SystemExit):
@@ -56,6 +65,31 @@ def shared_pair_mask(di: np.ndarray, pi: np.ndarray, tr: np.ndarray, te: np.ndar
     return np.array([(int(di[i]), int(pi[i])) in seen for i in te], dtype=bool)
 
 
+def detect_shift(di: np.ndarray, pi: np.ndarray, tr: np.ndarray, evaluated: np.ndarray) -> tuple[str, dict]:
+    """The shift the evaluated rows show against the training rows: `drug` when most of their drugs are not
+    training drugs, else `target` when most of their targets are not training targets, else `pair`; with the
+    shares it was read from. Only structures are compared (canonical SMILES, cleaned sequence), never labels."""
+    unseen_d = float(np.mean(~np.isin(di[evaluated], di[tr]))) if len(evaluated) else 0.0
+    unseen_t = float(np.mean(~np.isin(pi[evaluated], pi[tr]))) if len(evaluated) else 0.0
+    shift = "drug" if unseen_d > UNSEEN_SHARE else "target" if unseen_t > UNSEEN_SHARE else "pair"
+    return shift, {"unseen_drug_rows": round(unseen_d, 4), "unseen_target_rows": round(unseen_t, 4)}
+
+
+def shift_config(shift: str, cfg_kwargs: dict, has_val: bool) -> dict:
+    """TrainConfig fields for `shift` (none: the plain defaults); a blend CV grouped by the shift when there is no
+    validation file; `cfg_kwargs` win."""
+    if shift == "none":
+        return dict(cfg_kwargs)
+    from tools.dti.train import TrainConfig
+
+    base = {k: v for k, v in TrainConfig.for_shift(shift).to_dict().items()
+            if k in ("blend_group", "boost_members")}
+    base["boost_members"] = tuple(base["boost_members"])
+    if not has_val:
+        base["blend_folds"] = SHIFT_BLEND_FOLDS
+    return base | dict(cfg_kwargs)
+
+
 def run_protocol(
     train: Path,
     tests: Sequence[Path],
@@ -65,8 +99,13 @@ def run_protocol(
     allow_overlap: bool = False,
     drop_overlap: bool = False,
     json_out: Path | None = None,
+    shift: str = "auto",
 ) -> tuple[dict[str, Any], list[dict]]:
-    """Train on `train`, select on `val`, evaluate on each of `tests`; returns the report and per-run rows."""
+    """Train on `train`, select on `val`, evaluate on each of `tests`; returns the report and per-run rows.
+
+    `shift` (`SHIFTS`): what the model is configured for; `auto` reads it from the validation and test rows."""
+    if shift not in SHIFTS:
+        raise SystemExit(f"--shift must be one of {', '.join(SHIFTS)}; got {shift!r}")
     from evals.dti.run import MODEL, NETWORKS, _metrics, gb_baseline
     from tools.dti.provenance import file_record, overlap, overlap_text
     from tools.dti.train import Pairs, TrainConfig, build_tables, fit, predict_parts
@@ -145,7 +184,14 @@ def run_protocol(
             "evaluate anyway (flagged in every output)."
         )
     report["rejected_rows"] = {name: int(sum(1 for k in spans[name] if k in errors)) for name in spans}
-    cfg_kwargs = dict(cfg_kwargs or {})
+    evaluated = np.concatenate([te for _, te, _ in test_sets] + ([va] if va is not None else []))
+    chosen, shares = detect_shift(di, pi, tr, evaluated) if shift == "auto" else (shift, {})
+    cfg_kwargs = shift_config(chosen, dict(cfg_kwargs or {}), va is not None and len(va) > 0)
+    report["shift"] = {"asked": shift, "used": chosen} | shares
+    report["config"] = TrainConfig(**cfg_kwargs).to_dict()
+    _log(f"shift: {chosen}" + (f" (auto: {shares['unseen_drug_rows']:.1%} of evaluated rows have a drug and "
+                               f"{shares['unseen_target_rows']:.1%} a target not in the training file)"
+                               if shift == "auto" else "") + f"; config {_config_line(cfg_kwargs)}")
     rows: list[dict] = []
     per_test: dict[str, dict[str, list]] = {str(p): {} for p in tests}
     for seed in seeds:
@@ -217,6 +263,11 @@ def run_protocol(
     return report, rows
 
 
+def _config_line(cfg_kwargs: dict) -> str:
+    shown = {k: v for k, v in cfg_kwargs.items() if k in ("blend_group", "blend_folds", "boost_members")}
+    return ", ".join(f"{k}={','.join(v) if isinstance(v, tuple | list) else v}" for k, v in shown.items()) or "defaults"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The side-by-side table of a protocol report (markdown)."""
     t = report["train"]
@@ -224,6 +275,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"Trained on {t['file']} ({t['pairs']} usable pairs of {t['rows']} rows, sha256 {t['sha256'][:16]}), "
         f"seeds {report['seeds']}"
         + (f"; selected on {report['val']['file']} ({report['val']['pairs']} pairs)" if "val" in report else ""),
+        *([f"Configured for the shift: {report['shift']['used']} (asked: {report['shift']['asked']})"]
+          if "shift" in report else []),
         "",
         "| test file | pairs | shared pairs / drugs / targets with train | method | AUROC | AUPRC |",
         "|---|---|---|---|---|---|",

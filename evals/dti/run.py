@@ -648,6 +648,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--val", type=Path, help="Validation CSV for --test: selects the model's blend weight.")
     ap.add_argument("--json", type=Path, help="With --test: write the report (files, sha256, overlap, metrics) here.")
     ap.add_argument(
+        "--shift",
+        choices=["auto", "drug", "target", "pair", "none"],
+        default="auto",
+        help="With --test: the shift the model is configured for (unseen drugs, targets or pairs); auto reads it "
+        "from the test and validation rows' drugs and targets against the training file; none: plain defaults.",
+    )
+    ap.add_argument(
         "--allow-overlap",
         action="store_true",
         help="Evaluate a test set that shares pairs with the training set anyway (flagged in every output).",
@@ -734,6 +741,7 @@ def main(argv: list[str] | None = None) -> int:
             allow_overlap=args.allow_overlap,
             drop_overlap=args.drop_overlap,
             json_out=args.json,
+            shift=args.shift,
         )
         rows += got
     else:

@@ -61,7 +61,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--endpoint", choices=["scripted", "settings"], default="scripted",
                     help="the scripted local endpoint, or the one the settings name")
     ap.add_argument("--kv-lengths", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 15000])
-    ap.add_argument("--kv-items", type=int, default=20, help="items per KV length (spread over key positions)")
+    ap.add_argument("--kv-items", type=int, default=20, help="KV haystacks per length (spread over the set)")
+    ap.add_argument("--kv-questions", type=int, default=1,
+                    help="questions per KV haystack: 1 asks the set's own key; N > 1 asks N keys spread over the "
+                    "haystack's positions, one after another, so a model server that keeps prompt starts reads "
+                    "each haystack's prefill once")
     ap.add_argument("--qa-lengths", type=int, nargs="+", default=[4000, 8000, 16000, 32000, 64000, 128000])
     ap.add_argument("--qa-items", type=int, default=20)
     ap.add_argument("--depth", type=float, default=0.5, help="where the gold passage goes (0 start, 1 end)")
@@ -85,7 +89,19 @@ def _spread(n_total: int, k: int) -> list[int]:
     return sorted({round(i * (n_total - 1) / max(1, k - 1)) for i in range(k)})
 
 
-def kv_items(lengths: list[int], per_length: int) -> list[Item]:
+def haystack_pairs(context: str) -> list[tuple[str, str]]:
+    """The key-value pairs of a KV haystack (`JSON data:` and a JSON object), in the order the text gives them."""
+    body = context[context.index("{"):]
+    return list(json.loads(body).items())
+
+
+def spread_positions(n_pairs: int, k: int) -> list[int]:
+    """`k` pair indices spread evenly over `n_pairs` positions (the middle of each of k equal spans)."""
+    return sorted({min(n_pairs - 1, int((j + 0.5) * n_pairs / k)) for j in range(k)})
+
+
+def kv_items(lengths: list[int], per_length: int, questions: int = 1) -> list[Item]:
+    """`per_length` haystacks per length; each asked its own key (`questions` 1) or `questions` keys spread over it."""
     out = []
     for length in lengths:
         path = SHARED / "divideconquer_kv" / f"kv_{length}.jsonl"
@@ -96,7 +112,14 @@ def kv_items(lengths: list[int], per_length: int) -> list[Item]:
             rows = [r for r in rows if r["length"] == length]
         for i in _spread(len(rows), per_length):
             r = rows[i]
-            out.append(Item("kv", length, r["input"].strip(), r["context"], [r["answer"]], "retrieval"))
+            if questions <= 1:
+                out.append(Item("kv", length, r["input"].strip(), r["context"], [r["answer"]], "retrieval"))
+                continue
+            pairs = haystack_pairs(r["context"])
+            template = r["input"].strip().replace(r["input"].strip().split('"')[1], "{key}", 1)
+            for j in spread_positions(len(pairs), questions):
+                key, value = pairs[j]
+                out.append(Item("kv", length, template.replace("{key}", key), r["context"], [value], "retrieval"))
     return out
 
 
@@ -330,7 +353,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 async def _measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], str]:
-    items = kv_items(args.kv_lengths, args.kv_items) + qa_items(args.qa_lengths, args.qa_items, args.depth)
+    items = (kv_items(args.kv_lengths, args.kv_items, args.kv_questions)
+             + qa_items(args.qa_lengths, args.qa_items, args.depth))
     chunk_tokens = {"kv": args.kv_chunk_tokens, "qa": args.qa_chunk_tokens}
     progress = out / "rows.csv"
     progress.unlink(missing_ok=True)

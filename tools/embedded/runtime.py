@@ -2,28 +2,28 @@
 
 `load_local_lm()` returns the one `LocalLM` of the process (loaded on first use, about 15 s from the
 converted cache). `LocalLM.generate` decodes token by token with a KV cache, so a stop string or a
-cancel ends it at once; the key/value cache of a prompt's head (system text and tool list) is kept
-for the next prompts that start with the same tokens, which then skip its prefill.
+cancel ends it at once; the key/value caches of prompt prefixes that later prompts repeat (a chat's
+system text and tool list, a document asked several questions, a chunk read again) are kept within
+a byte budget (`prefixes.PrefixCache`), and a prompt that starts with one skips its prefill.
 `LocalLM.prompt_logprobs` scores many texts in padded batches.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tools.embedded.prefixes import MIN_TOKENS, PrefixCache
 from tools.embedded.weights import MODEL_NAME, converted_dir
 from tools.errors import Cancelled, LimitExceeded
 from tools.progress import Progress, report
 
 _LOCK = threading.Lock()
 _INSTANCE: LocalLM | None = None
-HEAD_MIN_TOKENS = 32  # shorter heads are cheaper to prefill again than to copy
-HEADS_KEPT = 4
+PREFIX_CACHE_MB = 2048
+PREFILL_TOKENS = 1024  # a long prompt is prefilled in pieces of this size
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Generation:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str
-    cached_tokens: int = 0  # prompt tokens whose key/value cache came from an earlier prompt with the same head
+    cached_tokens: int = 0  # prompt tokens whose key/value cache came from an earlier prompt with the same start
 
 
 @dataclass
@@ -53,13 +53,12 @@ class LocalLM:
 
     name = MODEL_NAME
 
-    def __init__(self, model, tokenizer) -> None:
+    def __init__(self, model, tokenizer, prefix_cache_mb: int = PREFIX_CACHE_MB) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 32768))
         self.eos_ids = self._eos_ids()
-        self._heads: OrderedDict[tuple[int, ...], object] = OrderedDict()  # head token ids -> key/value cache
-        self._heads_lock = threading.Lock()
+        self.prefixes = PrefixCache(int(prefix_cache_mb) * 2**20)
 
     def _eos_ids(self) -> set[int]:
         ids = {self.tokenizer.eos_token_id}
@@ -90,14 +89,17 @@ class LocalLM:
         """Continue `prompt`; greedy at temperature 0. Stops at EOS, a stop string, `max_tokens` or a cancel.
 
         `head_chars`: the length of the prompt's head that later prompts may repeat (see `chat.prompt_head`);
-        its key/value cache is kept and reused when a prompt starts with the same tokens."""
+        its key/value cache is kept at once. Without it a shared start is kept from the second prompt that
+        repeats it on. Either way a prompt that starts with a kept prefix continues from its cache."""
+        import numpy as np
         import torch
 
         enc = self.tokenizer(prompt, add_special_tokens=True, return_offsets_mapping=head_chars > 0)
         ids = list(enc.input_ids)
         if len(ids) + max_tokens > self.context_tokens:
             raise LimitExceeded("The prompt plus max_tokens (tokens)", len(ids) + max_tokens, self.context_tokens,
-                                "a shorter prompt or a smaller max_tokens")
+                                "", hint="The model's context window is fixed: send a shorter prompt or a smaller "
+                                "max_tokens (for a long text, chunked reading: longctx_answer).")
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         stops = [s for s in (stop or []) if s]
         out_ids: list[int] = []
@@ -106,8 +108,8 @@ class LocalLM:
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the KV-cache argument's name is changing upstream
             n_head = _head_tokens(enc.offset_mapping, head_chars, len(ids)) if head_chars > 0 else 0
-            past, cached = self._head_cache(ids[:n_head], should_stop) if n_head >= HEAD_MIN_TOKENS else (None, 0)
-            step_input = torch.tensor([ids[n_head:] if past is not None else ids])
+            past, cached, pos = self._prefill_prefixes(np.asarray(ids, dtype=np.int64), n_head, should_stop)
+            step_input = torch.tensor([ids[pos:]])
             for _ in range(max_tokens):
                 if should_stop is not None and should_stop():
                     raise Cancelled("The generation was cancelled by the caller.")
@@ -133,25 +135,36 @@ class LocalLM:
         return Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(out_ids), finish_reason=finish,
                           cached_tokens=cached)
 
-    def _head_cache(self, head: list[int], should_stop: Callable[[], bool] | None) -> tuple[object, int]:
-        """A key/value cache of `head` to continue from (a copy: decoding extends it), and how many of its tokens
-        came from an earlier prompt (0 when it was prefilled now)."""
-        key = tuple(head)
-        with self._heads_lock:
-            kept = self._heads.get(key)
-            if kept is not None:
-                self._heads.move_to_end(key)
-                return copy.deepcopy(kept), len(head)
+    def _prefill_prefixes(self, ids, n_head: int, should_stop: Callable[[], bool] | None) -> tuple[object, int, int]:
+        """Continue from the longest kept prefix of `ids`, then prefill in pieces of at most `PREFILL_TOKENS`
+        (a cancel is seen between pieces), keeping the cache at the head, at the start shared with a recent
+        prompt, and at the last two piece boundaries (so that the next prompt over the same document, whose
+        shared start is not known yet, still finds most of it). Returns (cache or None, tokens reused, tokens
+        now in the cache); at least the last token is left for the first decoding step."""
         import torch
 
-        if should_stop is not None and should_stop():
-            raise Cancelled("The generation was cancelled by the caller.")
-        past = self.model(input_ids=torch.tensor([head]), use_cache=True, logits_to_keep=1).past_key_values
-        with self._heads_lock:
-            self._heads[key] = copy.deepcopy(past)
-            while len(self._heads) > HEADS_KEPT:
-                self._heads.popitem(last=False)
-        return past, 0
+        last = len(ids) - 1
+        cached, past = self.prefixes.longest(ids, last + 1)
+        pos = cached
+        top = last // PREFILL_TOKENS * PREFILL_TOKENS
+        keep = {n_head, min(self.prefixes.shared_with_recent(ids), last), top, top - PREFILL_TOKENS}
+        self.prefixes.remember(ids)
+        kept_at = pos
+        for m in sorted(keep):
+            if m > last or m - kept_at < MIN_TOKENS:
+                keep.discard(m)
+            else:
+                kept_at = m
+        bounds = sorted(keep | set(range((pos // PREFILL_TOKENS + 1) * PREFILL_TOKENS, last + 1, PREFILL_TOKENS)))
+        for mark in bounds:
+            if should_stop is not None and should_stop():
+                raise Cancelled("The generation was cancelled by the caller.")
+            past = self.model(input_ids=torch.tensor([ids[pos:mark].tolist()]), past_key_values=past,
+                              use_cache=True, logits_to_keep=1).past_key_values
+            if mark in keep:
+                self.prefixes.keep(ids[:mark], past)
+            pos = mark
+        return past, cached, pos
 
     def prompt_logprobs(
         self,
@@ -167,7 +180,8 @@ class LocalLM:
         encoded = [self.tokenizer(t, add_special_tokens=True, return_offsets_mapping=True) for t in texts]
         for enc in encoded:
             if len(enc.input_ids) > self.context_tokens:
-                raise LimitExceeded("A text (tokens)", len(enc.input_ids), self.context_tokens, "shorter texts")
+                raise LimitExceeded("A text (tokens)", len(enc.input_ids), self.context_tokens, "",
+                                    hint="The model's context window is fixed: score shorter texts.")
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].input_ids))
         results: list[PromptLogprobs | None] = [None] * len(texts)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
@@ -238,13 +252,15 @@ def load_local_lm(progress: Progress | None = None) -> LocalLM:
             from transformers import AutoModelForCausalLM, AutoTokenizer
             from transformers.utils import logging as hf_logging
 
+            from tools.settings import get_settings
+
             hf_logging.set_verbosity_error()
             hf_logging.disable_progress_bar()
             folder = converted_dir(progress)
             report(progress, 0, 1, "loading the embedded model")
             tokenizer = AutoTokenizer.from_pretrained(str(folder))
             model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
-            _INSTANCE = LocalLM(model, tokenizer)
+            _INSTANCE = LocalLM(model, tokenizer, get_settings().llm.embedded_prefix_cache_mb)
             report(progress, 1, 1, "embedded model loaded")
         return _INSTANCE
 

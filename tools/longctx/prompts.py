@@ -119,10 +119,12 @@ def manager(spec: TaskSpec, reports: list[tuple[int, str]], parts: int, na_parts
 
 def chain_step(spec: TaskSpec, text: str, part: int, parts: int, notes: str,
                instruction: str | None = None) -> list[Message]:
-    """A Chain-of-Agents worker: read this part and rewrite the running notes."""
+    """A Chain-of-Agents worker: read this part and rewrite the running notes. The part comes before the notes, as
+    in the paper's prompt, so a model server that keeps prompt starts reuses the part's prefill across tasks."""
     return _msgs(
-        f"Part {part} of {parts} of a long text, read in order. Notes carried over from the earlier parts:\n"
-        f"<notes>\n{notes or NA}\n</notes>\n<text>\n{text}\n</text>\nTask: {instruction or spec.task}\n"
+        f"Part {part} of {parts} of a long text, read in order.\n<text>\n{text}\n</text>\n"
+        f"Notes carried over from the earlier parts:\n<notes>\n{notes or NA}\n</notes>\n"
+        f"Task: {instruction or spec.task}\n"
         "Rewrite the notes so that they keep everything from the earlier notes and from this part that helps with "
         "the task, in at most 150 words. Write only the notes."
     )
