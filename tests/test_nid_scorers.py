@@ -92,8 +92,10 @@ def test_shared_prefix_pass_equals_plain_forward(tiny_model: Path) -> None:
         grouped = sc.token_stats(ctxs, batch_size=batch)
         for g, p in zip(grouped, plain, strict=True):
             assert len(g) == len(p) > 0
-            for field in ("logp", "mu", "sigma", "max_other"):
+            for field in ("logp", "mu", "max_other"):
                 np.testing.assert_allclose(getattr(g, field), getattr(p, field), atol=1e-5)
+            # sigma is a square root of a float32 difference of sums: its rounding is larger
+            np.testing.assert_allclose(g.sigma, p.sigma, atol=1e-4)
 
 
 class _Completions:
