@@ -114,6 +114,20 @@ def test_chat_answers_a_question_and_says_which_model(embedded_llm: str) -> None
     assert data["model"] == "gemma-3-270m"
 
 
+def test_prompts_decoded_together_get_the_texts_they_get_alone(embedded_llm: str) -> None:
+    """One completions request with several prompts decodes them as one batch (the long one crosses the
+    model's 512-token sliding window); each text equals that of the prompt sent alone."""
+    notes = " ".join(f"item {i} is {i * 7 % 100}." for i in range(120))
+    long = f"Notes: {notes}\nQuestion: What is item 3?\nAnswer:"
+    prompts = ["Question: What is the capital of France?\nAnswer:", long, "The first three primes are"]
+    opts = {"max_tokens": 8, "temperature": 0}
+    together = _post(embedded_llm, "/completions", {"prompt": prompts, **opts})
+    assert together["usage"]["prompt_tokens"] > 512
+    for prompt, choice in zip(prompts, together["choices"], strict=True):
+        alone = _post(embedded_llm, "/completions", {"prompt": prompt, **opts})["choices"][0]
+        assert choice["text"] == alone["text"] and choice["finish_reason"] == alone["finish_reason"]
+
+
 def test_bad_requests_are_clear_400s(embedded_llm: str) -> None:
     resp = httpx.post(f"{embedded_llm}/chat/completions", json={"messages": "hi"}, timeout=30)
     assert resp.status_code == 400 and "messages must be" in resp.json()["error"]["message"]
@@ -156,3 +170,13 @@ def test_runtime_benchmark_quick_variant_runs_and_is_consistent(embedded_llm: st
     assert all(r["prefill_tok_s"] > 0 and r["decode_tok_s"] > 0 for r in rows)
     if len(rows) > 1:  # llama.cpp installed: the same weights must give nearly the same log-probs
         assert report["logprob_abs_diff"]["median"] < 0.25
+
+
+def test_batch_benchmark_quick_variant_writes_the_same_texts_both_ways(embedded_llm: str, tmp_path) -> None:
+    from evals.llm.batch_bench import main
+
+    out = tmp_path / "batch.json"
+    assert main(["--requests", "3", "--prompt-tokens", "40", "--max-tokens", "4", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["same_texts"] == 3
+    assert data["batched"]["steps"] < data["one_at_a_time"]["steps"] == data["one_at_a_time"]["completion_tokens"] - 3

@@ -41,6 +41,10 @@ class LLMSettings(BaseSettings):
         2048, ge=0, description="Memory for the embedded model's key/value caches of prompt starts that later prompts "
         "repeat (a document asked again, a chunk read again, an agent's growing transcript); 0 keeps none.",
     )
+    embedded_max_batch: int = Field(
+        8, ge=1, le=64, description="Requests the embedded model decodes together, one forward pass a token "
+        "(concurrent chunk readers, several questions at once); 1 serves one request after another.",
+    )
     embedded_url: str | None = Field(
         None, description="Base URL of an already running embedded-model server to attach to (research-mcp llm serve)."
     )

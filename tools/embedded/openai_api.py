@@ -9,8 +9,9 @@
   system text and tool list is kept for the next chats that repeat them (the steps of an agent);
   `usage.prompt_tokens_details.cached_tokens` says how many prompt tokens it covered.
 
-One model serves one request at a time (two cores gain nothing from interleaving); a client that
-disconnects stops its generation at the next token.
+Concurrent generations decode together, one forward pass a token (`batching.DecodeBatcher`, at most
+`max_batch` rows); the prompts of one completions request are decoded as such concurrent rows. A client
+that disconnects stops its generation at the next token.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tools.embedded.batching import MAX_BATCH, DecodeBatcher
 from tools.embedded.chat import STOP_STRINGS, parse_tool_calls, prompt_head, render_prompt
 from tools.embedded.runtime import LocalLM
 from tools.errors import ResearchError
@@ -50,17 +52,16 @@ class _Cancel:
         return self.event.is_set()
 
 
-def build_app(lm: LocalLM, *, on_request: Any = None) -> Starlette:
-    """The ASGI app serving `lm`. `on_request()` is called on every request (idle tracking)."""
-    lock = asyncio.Lock()
-    model_lock = threading.Lock()
+def build_app(lm: LocalLM, *, on_request: Any = None, max_batch: int = MAX_BATCH) -> Starlette:
+    """The ASGI app serving `lm`. `on_request()` is called on every request (idle tracking); `max_batch`:
+    generations decoded together at most."""
+    batcher = DecodeBatcher(lm, max_batch)
+
+    def scored(*args: Any, **kwargs: Any):
+        return batcher.run(lm.prompt_logprobs, *args, **kwargs)
 
     async def run(request: Request, fn, *args, **kwargs):
         cancel = _Cancel()
-
-        def work():
-            with model_lock:
-                return fn(*args, should_stop=cancel, **kwargs)
 
         async def watch() -> None:
             while not cancel.event.is_set():
@@ -69,13 +70,13 @@ def build_app(lm: LocalLM, *, on_request: Any = None) -> Starlette:
                     return
                 await anyio.sleep(0.25)
 
-        async with lock:
-            watcher = asyncio.ensure_future(watch())
-            try:
-                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
-            finally:
-                cancel.event.set()
-                watcher.cancel()
+        watcher = asyncio.ensure_future(watch())
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args, should_stop=cancel, **kwargs),
+                                                  abandon_on_cancel=True)
+        finally:
+            cancel.event.set()
+            watcher.cancel()
 
     async def body(request: Request) -> dict[str, Any] | JSONResponse:
         if on_request is not None:
@@ -126,17 +127,18 @@ def build_app(lm: LocalLM, *, on_request: Any = None) -> Starlette:
             echo = bool(data.get("echo"))
             top = data.get("logprobs")
             top = None if top is None else int(top)
-            scored = await run(request, lm.prompt_logprobs, prompts, top=top or 0) if echo and top is not None else None
+            logprobs = await run(request, scored, prompts, top=top or 0) if echo and top is not None else None
+            gens = (await asyncio.gather(*(run(request, batcher.generate, p, **opts) for p in prompts))
+                    if opts["max_tokens"] > 0 else [None] * len(prompts))
             choices, p_tok, c_tok = [], 0, 0
-            for i, prompt in enumerate(prompts):
-                gen = await run(request, lm.generate, prompt, **opts) if opts["max_tokens"] > 0 else None
+            for i, (prompt, gen) in enumerate(zip(prompts, gens, strict=True)):
                 text = gen.text if gen else ""
                 p_tok += gen.prompt_tokens if gen else lm.count_tokens(prompt)
                 c_tok += gen.completion_tokens if gen else 0
                 choice: dict[str, Any] = {"index": i, "text": (prompt + text) if echo else text,
                                           "finish_reason": gen.finish_reason if gen else "length", "logprobs": None}
-                if scored is not None:
-                    lp = scored[i]
+                if logprobs is not None:
+                    lp = logprobs[i]
                     choice["logprobs"] = {"tokens": lp.tokens, "token_logprobs": lp.token_logprobs,
                                           "top_logprobs": lp.top_logprobs if top else None,
                                           "text_offset": lp.text_offset}
@@ -164,7 +166,7 @@ def build_app(lm: LocalLM, *, on_request: Any = None) -> Starlette:
         try:
             opts = options(data)
             opts["stop"] = opts["stop"] + STOP_STRINGS
-            gen = await run(request, lm.generate, render_prompt(messages, tools),
+            gen = await run(request, batcher.generate, render_prompt(messages, tools),
                             head_chars=len(prompt_head(messages, tools)), **opts)
         except ResearchError as exc:
             return _error(400, str(exc))

@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tools.embedded.prefixes import MIN_TOKENS, PrefixCache
 from tools.embedded.weights import MODEL_NAME, converted_dir
@@ -48,6 +49,37 @@ class PromptLogprobs:
     top_logprobs: list[dict[str, float] | None] = field(default_factory=list)
 
 
+@dataclass
+class Decoding:
+    """One prompt being continued: its key/value cache, the token to feed next, what it has written so far."""
+
+    prompt_tokens: int
+    max_tokens: int
+    temperature: float = 0.0
+    stops: list[str] = field(default_factory=list)
+    should_stop: Callable[[], bool] | None = None
+    generator: object = None
+    past: object = None
+    cached_tokens: int = 0
+    position: int = 0  # tokens in the cache
+    next_input: int = 0
+    out_ids: list[int] = field(default_factory=list)
+    text: str = ""
+    finished: bool = False
+    finish_reason: str = "length"
+
+    def finish(self, reason: str) -> None:
+        self.finished, self.finish_reason, self.past = True, reason, None
+
+    def check_cancel(self) -> None:
+        if self.should_stop is not None and self.should_stop():
+            raise Cancelled("The generation was cancelled by the caller.")
+
+    def result(self) -> Generation:
+        return Generation(text=self.text, prompt_tokens=self.prompt_tokens, completion_tokens=len(self.out_ids),
+                          finish_reason=self.finish_reason, cached_tokens=self.cached_tokens)
+
+
 class LocalLM:
     """Gemma 3 270M on CPU through transformers (float32, inference mode)."""
 
@@ -75,7 +107,28 @@ class LocalLM:
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
 
-    def generate(
+    def generate(self, prompt: str, **options: Any) -> Generation:
+        """Continue `prompt`; greedy at temperature 0. Stops at EOS, a stop string, `max_tokens` or a cancel.
+        Options as `start`: max_tokens=256, temperature=0.0, stop, seed, should_stop, head_chars=0.
+
+        `head_chars`: the length of the prompt's head that later prompts may repeat (see `chat.prompt_head`);
+        its key/value cache is kept at once. Without it a shared start is kept from the second prompt that
+        repeats it on. Either way a prompt that starts with a kept prefix continues from its cache.
+        (`batching.DecodeBatcher` decodes several such prompts in one forward pass a token.)"""
+        import torch
+
+        row = self.start(prompt, **options)
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            while not row.finished:
+                row.check_cancel()
+                res = self.model(input_ids=torch.tensor([[row.next_input]]), past_key_values=row.past,
+                                 use_cache=True, logits_to_keep=1)
+                row.past, row.position = res.past_key_values, row.position + 1
+                self.advance(row, res.logits[0, -1])
+        return row.result()
+
+    def start(
         self,
         prompt: str,
         *,
@@ -85,12 +138,10 @@ class LocalLM:
         seed: int | None = None,
         should_stop: Callable[[], bool] | None = None,
         head_chars: int = 0,
-    ) -> Generation:
-        """Continue `prompt`; greedy at temperature 0. Stops at EOS, a stop string, `max_tokens` or a cancel.
-
-        `head_chars`: the length of the prompt's head that later prompts may repeat (see `chat.prompt_head`);
-        its key/value cache is kept at once. Without it a shared start is kept from the second prompt that
-        repeats it on. Either way a prompt that starts with a kept prefix continues from its cache."""
+    ) -> Decoding:
+        """Tokenize and prefill `prompt` (from the longest kept prefix on) and pick the first token: the returned
+        state has the whole prompt in its cache and its first token to feed next. Raises LimitExceeded when the prompt
+        plus `max_tokens` does not fit the context window, Cancelled on a cancel."""
         import numpy as np
         import torch
 
@@ -100,40 +151,47 @@ class LocalLM:
             raise LimitExceeded("The prompt plus max_tokens (tokens)", len(ids) + max_tokens, self.context_tokens,
                                 "", hint="The model's context window is fixed: send a shorter prompt or a smaller "
                                 "max_tokens (for a long text, chunked reading: longctx_answer).")
-        gen = torch.Generator().manual_seed(seed) if seed is not None else None
-        stops = [s for s in (stop or []) if s]
-        out_ids: list[int] = []
-        text = ""
-        finish = "length"
+        row = Decoding(prompt_tokens=len(ids), max_tokens=max_tokens, temperature=float(temperature or 0.0),
+                       stops=[s for s in (stop or []) if s], should_stop=should_stop,
+                       generator=torch.Generator().manual_seed(seed) if seed is not None else None)
+        if max_tokens <= 0:
+            row.finished = True
+            return row
         with torch.inference_mode(), warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # the KV-cache argument's name is changing upstream
             n_head = _head_tokens(enc.offset_mapping, head_chars, len(ids)) if head_chars > 0 else 0
-            past, cached, pos = self._prefill_prefixes(np.asarray(ids, dtype=np.int64), n_head, should_stop)
-            step_input = torch.tensor([ids[pos:]])
-            for _ in range(max_tokens):
-                if should_stop is not None and should_stop():
-                    raise Cancelled("The generation was cancelled by the caller.")
-                res = self.model(input_ids=step_input, past_key_values=past, use_cache=True, logits_to_keep=1)
-                past = res.past_key_values
-                logits = res.logits[0, -1].float()
-                if temperature and temperature > 0:
-                    probs = torch.softmax(logits / temperature, dim=-1)
-                    nxt = int(torch.multinomial(probs, 1, generator=gen))
-                else:
-                    nxt = int(torch.argmax(logits))
-                if nxt in self.eos_ids:
-                    finish = "stop"
-                    break
-                out_ids.append(nxt)
-                text = self.tokenizer.decode(out_ids, skip_special_tokens=True)
-                hit = min((text.find(s) for s in stops if s in text), default=-1)
-                if hit >= 0:
-                    text = text[:hit]
-                    finish = "stop"
-                    break
-                step_input = torch.tensor([[nxt]])
-        return Generation(text=text, prompt_tokens=len(ids), completion_tokens=len(out_ids), finish_reason=finish,
-                          cached_tokens=cached)
+            row.past, row.cached_tokens, row.position = self._prefill_prefixes(
+                np.asarray(ids, dtype=np.int64), n_head, should_stop)
+            res = self.model(input_ids=torch.tensor([ids[row.position:]]), past_key_values=row.past, use_cache=True,
+                             logits_to_keep=1)
+            row.past, row.position = res.past_key_values, len(ids)
+            self.advance(row, res.logits[0, -1])
+        return row
+
+    def advance(self, row: Decoding, logits) -> None:
+        """Take the next token of `row` from its last-position `logits` and update its text and state (the
+        caller has put the token that gave `logits` into `row.past` and counted it in `row.position`)."""
+        import torch
+
+        logits = logits.float()
+        if row.temperature > 0:
+            probs = torch.softmax(logits / row.temperature, dim=-1)
+            nxt = int(torch.multinomial(probs, 1, generator=row.generator))
+        else:
+            nxt = int(torch.argmax(logits))
+        if nxt in self.eos_ids:
+            row.finish("stop")
+            return
+        row.out_ids.append(nxt)
+        row.text = self.tokenizer.decode(row.out_ids, skip_special_tokens=True)
+        hit = min((row.text.find(s) for s in row.stops if s in row.text), default=-1)
+        if hit >= 0:
+            row.text = row.text[:hit]
+            row.finish("stop")
+        elif len(row.out_ids) >= row.max_tokens:
+            row.finish("length")
+        else:
+            row.next_input = nxt
 
     def _prefill_prefixes(self, ids, n_head: int, should_stop: Callable[[], bool] | None) -> tuple[object, int, int]:
         """Continue from the longest kept prefix of `ids`, then prefill in pieces of at most `PREFILL_TOKENS`

@@ -73,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     from tools.embedded.openai_api import build_app
 
     last = [time.monotonic()]
-    app = build_app(lm, on_request=lambda: last.__setitem__(0, time.monotonic()))
+    from tools.settings import get_settings
+
+    app = build_app(lm, on_request=lambda: last.__setitem__(0, time.monotonic()),
+                    max_batch=get_settings().llm.embedded_max_batch)
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

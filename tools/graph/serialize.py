@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -300,9 +301,14 @@ def _expert(G: nx.Graph) -> str:
 # ----------------------------------------------------------------------------------------------- parsers
 
 
+# CPython 3.11's parser can fail with "AST constructor recursion depth mismatch" when threads parse at once
+_PARSE_LOCK = threading.Lock()
+
+
 def _literal(text: str, what: str):
     try:
-        return ast.literal_eval(text.strip())
+        with _PARSE_LOCK:
+            return ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise InvalidInput(f"The {what} text is not a valid Python literal ({type(exc).__name__}).",
                            hint=f"Write it as serialize(..., '{what}') does, e.g. {_EXAMPLES[what]}.") from None
