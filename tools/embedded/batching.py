@@ -42,12 +42,6 @@ def _pad_layers(cache: object, frame: int) -> None:
             layer.cumulative_length = frame
 
 
-def _frame(cache: object) -> int:
-    """Positions in a cache's frame (a full-attention layer's length; a sliding layer counts all it has seen)."""
-    layer = cache.layers[0]
-    return int(layer.cumulative_length) if getattr(layer, "is_sliding", False) else int(layer.keys.shape[-2])
-
-
 class _Batch:
     """The rows decoding together and their shared, left-padded key/value cache."""
 
