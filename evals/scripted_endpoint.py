@@ -34,7 +34,7 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 class ScriptedLLM:
-    """Serve `/v1/chat/completions` (and `/v1/models`) from a rule, with optional latency and faults.
+    """Serve `/v1/chat/completions` (and `/v1/models`, `/health`) from a rule, with optional latency and faults.
 
     `faults` is a list of HTTP status codes (or "timeout") served, in order, before normal replies:
     `[429, 500]` makes the first two requests fail. `latency_s` delays every reply. A "timeout" fault
@@ -88,6 +88,8 @@ class ScriptedLLM:
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": outer.model, "object": "model"}]})
+                elif self.path.rstrip("/") == "/health":  # as the embedded model's server answers it
+                    self._send(200, {"status": "ok", "model": outer.model})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 

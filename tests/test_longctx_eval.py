@@ -80,3 +80,128 @@ def test_several_questions_per_haystack_ask_keys_spread_over_it(tmp_path: Path) 
                  "--no-single-shot", "--no-bench", "--out", str(out)]) == 0
     rows = list(csv.DictReader((out / "rows.csv").open()))
     assert len(rows) == 4 and all(r["correct"] == "1" for r in rows)
+
+
+def test_strict_kv_score_credits_only_a_reply_whose_first_value_is_the_asked_one() -> None:
+    from evals.longctx.run import strict_kv_match
+
+    k1, v1 = "e3fd2257-8856-47eb-afde-469cada35873", "a5b422b9-be56-42b4-a1ee-b359630e0cde"
+    k2, v2 = "1f02f19c-1fdc-446b-b2c5-1cf30ee61370", "b5255e92-ac99-4cb2-ac9e-02d6ccc64cad"
+    task = f'Key: "{k2}"\nThe value associated with the specified key is:'
+    copied_run = f'{{"{k1}": "{v1}", "{k2}": "{v2}"'  # a copy of the haystack's start: substring would credit it
+    assert v2 in copied_run and not strict_kv_match(copied_run, task, v2)
+    assert strict_kv_match(v2, task, v2)
+    assert strict_kv_match(f'"{k2}": "{v2.upper()}"', task, v2)  # the asked key repeated first, any case
+    assert not strict_kv_match(f"{v2[:-4]}", task, v2)  # a value cut by the token cap
+    assert not strict_kv_match("NA", task, v2) and not strict_kv_match(f"{v1} or {v2}", task, v2)
+
+
+def test_interleave_takes_haystacks_in_turn_across_lengths_and_keeps_each_haystacks_questions_together() -> None:
+    from evals.longctx.run import interleave, kv_items
+
+    items = kv_items([1000, 2000], 2, 3)
+    order = interleave(items)
+    assert sorted(map(id, order)) == sorted(map(id, items))
+    texts = [it.text for it in order]
+    runs = [t for i, t in enumerate(texts) if i == 0 or texts[i - 1] != t]
+    assert len(runs) == 4 and len(set(runs)) == 4  # each haystack's 3 questions come together
+    assert [next(it.length for it in order if it.text == t) for t in runs] == [1000, 2000, 1000, 2000]
+
+
+def test_parallel_items_are_in_flight_together_and_score_as_one_at_a_time() -> None:
+    import asyncio
+
+    from evals.longctx.run import evaluate, kv_items
+    from evals.longctx.scripted import PaperRules
+    from tests.scripted_llm import ScriptedLLM
+    from tools.llm import OpenAIChat
+
+    items = kv_items([1000, 2000], 2, 2)
+
+    def run(parallel: int) -> tuple[list[dict[str, object]], int]:
+        with ScriptedLLM(PaperRules(alpha=0.5), latency_s=0.1) as server:
+            model = OpenAIChat(base_url=server.base_url, api_key="x", model="scripted", concurrency=8)
+
+            async def go() -> list[dict[str, object]]:
+                try:
+                    return await evaluate(model, items, {"kv": 1000}, [], True, parallel=parallel)
+                finally:
+                    await model.aclose()
+
+            return asyncio.run(go()), server.max_active
+
+    alone, alone_max = run(1)
+    together, together_max = run(4)
+    assert alone_max == 1 and together_max == 4
+    key = lambda r: r["item"]  # noqa: E731
+    pick = ("item", "length", "correct", "strict", "answer", "prompt_tokens")
+    assert [{k: r[k] for k in pick} for r in sorted(together, key=key)] == [{k: r[k] for k in pick} for r in alone]
+
+
+def test_cue_probe_fit_is_the_least_squares_power_law_of_the_losses() -> None:
+    import math
+
+    import numpy as np
+
+    from evals.longctx.cue_probe import fit
+
+    summary = [{"tokens": t, "accuracy": a, "items": 30} for t, a in ((1000, 0.9), (2000, 0.6), (4000, 0.3))]
+    got = fit(summary)
+    slope, intercept = np.polyfit(np.log([1000, 2000, 4000]), np.log([-math.log(a) for a in (0.9, 0.6, 0.3)]), 1)
+    assert got["beta"] == pytest.approx(slope, rel=1e-9)
+    assert got["alpha"] == pytest.approx(math.exp(intercept), rel=1e-9)
+    assert got["superlinear"] is bool(slope > 1)
+    assert "error" in fit([{"tokens": 1000, "accuracy": 0.5, "items": 30}])  # one length: nothing to fit
+
+
+def test_cue_probe_on_the_embedded_model_scores_exact_values_and_names_the_pair_that_came_back(
+        embedded_llm: str, tmp_path: Path) -> None:
+    from evals.longctx.cue_probe import main as probe_main
+    from evals.longctx.run import haystack_pairs, kv_items
+
+    assert probe_main(["--url", embedded_llm, "--lengths", "1000", "--haystacks", "1", "--questions", "2",
+                       "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader((tmp_path / "cue_rows.csv").open()))
+    haystack = kv_items([1000], 1, 2)[0].text
+    pairs = haystack_pairs(haystack)
+    keys = [k for k, _ in pairs]
+    assert len(rows) == 2
+    for r in rows:
+        asked = keys.index(r["key"])
+        assert r["correct"] == str(int(r["answer"] == pairs[asked][1]))
+        if r["offset"]:
+            assert pairs[asked + int(r["offset"])][1] == r["answer"]
+        assert (r["offset"] == "0") == (r["correct"] == "1")
+        assert int(r["prompt_tokens"]) > 1000 and 0 < int(r["completion_tokens"]) <= 48
+    summary = list(csv.DictReader((tmp_path / "cue_results.csv").open()))
+    assert float(summary[0]["accuracy"]) == sum(int(r["correct"]) for r in rows) / 2
+
+
+def test_resume_asks_only_the_rows_a_stopped_run_lacks_and_refuses_other_settings(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--kv-lengths", "1000", "2000", "--kv-items", "1", "--kv-questions", "2", "--qa-items", "0",
+            "--topology", "workers_manager", "--interleave", "--no-bench", "--out", str(tmp_path)]
+    assert main(args) == 0
+    full = _rows(tmp_path)
+    with (tmp_path / "rows.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8  # 4 questions x (workers_manager, single-shot)
+    kept = rows[:5]
+    kept[0]["answer"] = "kept, not asked again"
+    with (tmp_path / "rows.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(kept)
+    assert main([*args, "--resume"]) == 0
+    with (tmp_path / "rows.csv").open() as f:
+        resumed = list(csv.DictReader(f))
+    assert len(resumed) == 8 and resumed[0]["answer"] == "kept, not asked again"
+    assert sorted((r["item"], r["mode"], r["topology"]) for r in resumed) == sorted(
+        (r["item"], r["mode"], r["topology"]) for r in rows)
+    def timeless(summary: list[dict[str, str]]) -> list[dict[str, str]]:
+        return [{k: v for k, v in r.items() if k != "mean_wall_s"} for r in summary]
+
+    assert timeless(_rows(tmp_path)) == timeless(full)
+    capsys.readouterr()
+    assert main([*args[:-2], "--kv-questions", "3", "--out", str(tmp_path), "--resume"]) == 2
+    assert "kv_questions" in capsys.readouterr().out

@@ -78,6 +78,32 @@ def test_concurrency_limit_caps_requests_in_flight() -> None:
         assert server.max_active >= 2  # the requests did overlap
 
 
+def test_embedded_client_keeps_as_many_requests_in_flight_as_the_server_decodes_together(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concurrent chunk reads reach the embedded server together (up to its batch size), so it can decode them in
+    one forward pass a token; one at a time would leave its batching unused."""
+    from tools.llm import EmbeddedChat
+    from tools.settings import reload_settings
+
+    async def many(model: EmbeddedChat) -> list[str]:
+        try:
+            return [c.text for c in await asyncio.gather(*(model.complete(HI) for _ in range(7)))]
+        finally:
+            await model.aclose()
+
+    with ScriptedLLM(lambda body: "ok", latency_s=0.2) as server:
+        monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_URL", server.base_url)
+        monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_MAX_BATCH", "3")
+        reload_settings()
+        try:
+            texts = asyncio.run(many(EmbeddedChat()))
+        finally:
+            monkeypatch.undo()
+            reload_settings()
+        assert texts == ["ok"] * 7
+        assert server.max_active == 3
+
+
 def test_unset_options_are_not_sent_as_null() -> None:
     with ScriptedLLM(lambda body: "ok") as server:
         asyncio.run(_complete(_chat(server)))

@@ -188,8 +188,9 @@ class EmbeddedChat(OpenAIChat):
         from tools.embedded.weights import MODEL_NAME
 
         s = settings or get_settings().llm
+        # As many requests in flight as the server decodes together: concurrent chunk reads share its forward passes.
         super().__init__(base_url=None, api_key="embedded", model=MODEL_NAME, timeout_s=max(s.timeout_s, 600.0),
-                         max_retries=1, concurrency=1, temperature=s.temperature)
+                         max_retries=1, concurrency=s.embedded_max_batch, temperature=s.temperature)
         self.max_tokens_cap = s.embedded_max_tokens
 
     @property

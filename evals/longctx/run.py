@@ -20,6 +20,7 @@ import asyncio
 import csv
 import gzip
 import json
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -74,6 +75,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--topology", nargs="+", choices=["workers_manager", "chain", "map_reduce"],
                     default=["workers_manager"], help="chunked topologies to run (each on every item)")
     ap.add_argument("--no-single-shot", action="store_true")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="questions answered at once (a model server that batches concurrent requests serves them "
+                    "together); each question's modes run in turn")
+    ap.add_argument("--interleave", action="store_true",
+                    help="haystack by haystack across lengths, so a run stopped early has measured every length")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the run in --out: rows.csv's measured rows are kept and only the rest are asked "
+                    "(the settings must be the same; run.json records them)")
+    ap.add_argument("--score", choices=["strict", "substring"], default="strict",
+                    help="the accuracy the table, plot and fit use: strict (KV: the reply's first value is the "
+                    "asked one) or substring (a gold answer anywhere in the reply); both are in results.csv")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-latency", type=float, default=0.2)
     ap.add_argument("--out", type=Path, default=None)
@@ -173,14 +185,58 @@ def qa_items(lengths: list[int], per_length: int, depth: float) -> list[Item]:
     return out
 
 
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def strict_kv_match(answer: str, task: str, gold: str) -> bool:
+    """Whether the first UUID of `answer` that is not the asked key is the gold value.
+
+    Substring scoring credits a reply that copies a run of the haystack (`{"k1": "v1", "k2": ...`) whenever the
+    asked pair is in the copied run; this rule credits only a reply whose first value is the asked one.
+    """
+    asked = {m.lower() for m in _UUID.findall(task)}
+    found = [m.lower() for m in _UUID.findall(answer) if m.lower() not in asked]
+    return bool(found) and found[0] == gold.lower()
+
+
+def _score(it: Item, answer: str) -> tuple[int, int]:
+    """(substring score, strict score) of one answer; the strict score is the substring one outside KV."""
+    ok = int(substring_match(answer, it.answers))
+    return ok, int(strict_kv_match(answer, it.task, it.answers[0])) if it.suite == "kv" else ok
+
+
+def interleave(items: list[Item]) -> list[Item]:
+    """The items reordered haystack by haystack across lengths (first haystack of every length, then the second...),
+    keeping the questions of one haystack together: a run stopped early has measured every length."""
+    groups: dict[int, list[list[Item]]] = {}
+    for it in items:
+        per_length = groups.setdefault(it.length, [])
+        if per_length and per_length[-1][0].text == it.text and per_length[-1][0].suite == it.suite:
+            per_length[-1].append(it)
+        else:
+            per_length.append([it])
+    out: list[Item] = []
+    for j in range(max((len(g) for g in groups.values()), default=0)):
+        for length in sorted(groups):
+            if j < len(groups[length]):
+                out.extend(groups[length][j])
+    return out
+
+
 async def evaluate(model: ChatModel, items: list[Item], chunk_tokens: dict[str, int], topologies: list[str],
-                   single: bool, progress: Path | None = None) -> list[dict[str, Any]]:
+                   single: bool, progress: Path | None = None, parallel: int = 1,
+                   done: set[tuple[int, str]] | None = None) -> list[dict[str, Any]]:
     """One row per item and mode (each chunked topology, then single-shot), with tokens and wall time.
 
     With `progress`, each row is appended to that CSV as it is made, so a long run keeps what it measured.
+    `parallel` items are answered at once (each one's modes in turn), so a model server that decodes
+    concurrent requests together, and keeps the prefill of a shared haystack, serves several questions at a time.
+    `done`: (item index, topology or "single_shot") pairs measured already (a resumed run), skipped here.
     """
+    done = done or set()
     tok = default_tokenizer()
     rows: list[dict[str, Any]] = []
+    gate = asyncio.Semaphore(max(1, parallel))
 
     def keep(row: dict[str, Any]) -> None:
         rows.append(row)
@@ -192,33 +248,39 @@ async def evaluate(model: ChatModel, items: list[Item], chunk_tokens: dict[str, 
                     w.writeheader()
                 w.writerow(row)
 
-    for it in items:
-        tokens = tok.count(it.text)
-        for topology in topologies:
-            t0 = time.perf_counter()
-            r = await longctx_answer(task=it.task, text=it.text, task_kind=it.kind, topology=topology,
-                                     chunk_tokens=chunk_tokens[it.suite],
-                                     overlap_tokens=chunk_tokens[it.suite] // 10, llm=model)
-            keep({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "chunked", "topology": topology,
-                  "chunk_tokens": r.text_tokens_per_chunk, "correct": int(substring_match(r.answer, it.answers)),
-                  "chunks": r.chunks_total, "failed_chunks": len(r.chunks_failed), "calls": r.llm_calls,
-                  "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                  "wall_s": round(time.perf_counter() - t0, 2), "answer": r.answer[:80]})
-        if single:
-            t0 = time.perf_counter()
-            prompt_tokens = completion_tokens = 0
-            answer = ""
-            try:
-                sr = await longctx_single_shot(task=it.task, text=it.text, task_kind=it.kind, llm=model)
-                ok = substring_match(sr.answer, it.answers)
-                prompt_tokens, completion_tokens, answer = sr.prompt_tokens, sr.completion_tokens, sr.answer
-            except ResearchError as exc:
-                ok = False  # e.g. the text is over the model's context window
-                answer = f"error: {type(exc).__name__}"
-            keep({"suite": it.suite, "length": it.length, "tokens": tokens, "mode": "single_shot", "topology": "",
-                  "chunk_tokens": "", "correct": int(ok), "chunks": 1, "failed_chunks": 0, "calls": 1,
-                  "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "wall_s": round(time.perf_counter() - t0, 2), "answer": answer[:80]})
+    async def one(index: int, it: Item) -> None:
+        async with gate:
+            tokens = await asyncio.to_thread(tok.count, it.text)
+            base = {"item": index, "suite": it.suite, "length": it.length, "tokens": tokens}
+            for topology in topologies:
+                if (index, topology) in done:
+                    continue
+                t0 = time.perf_counter()
+                r = await longctx_answer(task=it.task, text=it.text, task_kind=it.kind, topology=topology,
+                                         chunk_tokens=chunk_tokens[it.suite],
+                                         overlap_tokens=chunk_tokens[it.suite] // 10, llm=model)
+                ok, strict = _score(it, r.answer)
+                keep({**base, "mode": "chunked", "topology": topology, "chunk_tokens": r.text_tokens_per_chunk,
+                      "correct": ok, "strict": strict, "chunks": r.chunks_total, "failed_chunks": len(r.chunks_failed),
+                      "calls": r.llm_calls, "prompt_tokens": r.prompt_tokens,
+                      "completion_tokens": r.completion_tokens, "wall_s": round(time.perf_counter() - t0, 2),
+                      "answer": r.answer[:80]})
+            if single and (index, "single_shot") not in done:
+                t0 = time.perf_counter()
+                prompt_tokens = completion_tokens = 0
+                try:
+                    sr = await longctx_single_shot(task=it.task, text=it.text, task_kind=it.kind, llm=model)
+                    (ok, strict), answer = _score(it, sr.answer), sr.answer
+                    prompt_tokens, completion_tokens = sr.prompt_tokens, sr.completion_tokens
+                except ResearchError as exc:
+                    ok = strict = 0  # e.g. the text is over the model's context window
+                    answer = f"error: {type(exc).__name__}"
+                keep({**base, "mode": "single_shot", "topology": "", "chunk_tokens": "", "correct": ok,
+                      "strict": strict, "chunks": 1, "failed_chunks": 0, "calls": 1, "prompt_tokens": prompt_tokens,
+                      "completion_tokens": completion_tokens, "wall_s": round(time.perf_counter() - t0, 2),
+                      "answer": answer[:80]})
+
+    await asyncio.gather(*(one(i, it) for i, it in enumerate(items)))
     return rows
 
 
@@ -231,6 +293,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"suite": suite, "length": length, "mode": mode, "topology": topology, "items": len(rs),
                     "tokens": round(sum(r["tokens"] for r in rs) / len(rs)),
                     "accuracy": sum(r["correct"] for r in rs) / len(rs),
+                    "strict_accuracy": sum(r.get("strict", r["correct"]) for r in rs) / len(rs),
                     "chunk_tokens": rs[0]["chunk_tokens"], "mean_chunks": sum(r["chunks"] for r in rs) / len(rs),
                     "failed_chunks": sum(r["failed_chunks"] for r in rs),
                     "mean_calls": sum(r["calls"] for r in rs) / len(rs),
@@ -240,11 +303,17 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def fit_suite(summary: list[dict[str, Any]], suite: str, topology: str | None = None) -> dict[str, Any] | None:
+def _key(score: str) -> str:
+    return "strict_accuracy" if score == "strict" else "accuracy"
+
+
+def fit_suite(summary: list[dict[str, Any]], suite: str, topology: str | None = None,
+              score: str = "strict") -> dict[str, Any] | None:
     """The noise model fitted to one suite's single-shot points and its chunked points (one topology, or all)."""
-    single = [SinglePoint(tokens=s["tokens"], accuracy=s["accuracy"], items=s["items"])
+    key = _key(score)
+    single = [SinglePoint(tokens=s["tokens"], accuracy=s[key], items=s["items"])
               for s in summary if s["suite"] == suite and s["mode"] == "single_shot"]
-    chunked = [ChunkedPoint(tokens=s["tokens"], chunk_tokens=int(s["chunk_tokens"]), accuracy=s["accuracy"],
+    chunked = [ChunkedPoint(tokens=s["tokens"], chunk_tokens=int(s["chunk_tokens"]), accuracy=s[key],
                             items=s["items"], n_chunks=max(1, round(s["mean_chunks"])))
                for s in summary if s["suite"] == suite and s["mode"] == "chunked"
                and (topology is None or s.get("topology") == topology)]
@@ -290,14 +359,14 @@ async def bench(latency_s: float, workers: int = 8, repeats: int = 3) -> dict[st
 
 
 def _print_table(summary: list[dict[str, Any]]) -> None:
-    print(f"{'suite':5} {'length':>7} {'tokens':>7} {'mode':12} {'topology':16} {'items':>5} {'accuracy':>8} "
-          f"{'chunks':>6} {'wall_s':>7}")
+    print(f"{'suite':5} {'length':>7} {'tokens':>7} {'mode':12} {'topology':16} {'items':>5} {'substr':>7} "
+          f"{'strict':>7} {'chunks':>6} {'wall_s':>7}")
     for s in summary:
         print(f"{s['suite']:5} {s['length']:>7} {s['tokens']:>7} {s['mode']:12} {s['topology']:16} {s['items']:>5} "
-              f"{s['accuracy']:>8.1%} {s['mean_chunks']:>6.1f} {s['mean_wall_s']:>7.1f}")
+              f"{s['accuracy']:>7.1%} {s['strict_accuracy']:>7.1%} {s['mean_chunks']:>6.1f} {s['mean_wall_s']:>7.1f}")
 
 
-def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str) -> None:
+def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str, score: str = "strict") -> None:
     """Accuracy against text length, one line per suite and mode (single-shot or a chunked topology)."""
     import matplotlib
 
@@ -307,14 +376,14 @@ def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str) -> None
     lines: dict[str, list[tuple[int, float]]] = {}
     for s in summary:
         label = f"{s['suite']} {s['topology'] or s['mode']}"
-        lines.setdefault(label, []).append((s["tokens"], s["accuracy"]))
+        lines.setdefault(label, []).append((s["tokens"], s[_key(score)]))
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for label, pts in sorted(lines.items()):
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
     ax.set_xscale("log")
     ax.set_xlabel("text length (tokens)")
-    ax.set_ylabel("accuracy")
+    ax.set_ylabel(f"accuracy ({score})")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
@@ -339,14 +408,16 @@ async def _run(args: argparse.Namespace) -> int:
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The per-item rows a run wrote (rows.csv), typed again."""
-    ints = ("length", "tokens", "correct", "chunks", "failed_chunks", "calls", "prompt_tokens", "completion_tokens")
+    ints = ("length", "tokens", "correct", "chunks", "failed_chunks", "calls", "prompt_tokens", "completion_tokens",
+            "item", "strict")
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         raise InvalidInput(f"{path} has no rows.", hint="Give the rows.csv a `--endpoint settings` run wrote.")
     for r in rows:
         for k in ints:
-            r[k] = int(r[k])
+            if k in r:  # rows of older runs have no item index or strict score
+                r[k] = int(r[k])
         r["wall_s"] = float(r["wall_s"])
         r["chunk_tokens"] = int(r["chunk_tokens"]) if r["chunk_tokens"] else ""
     return rows
@@ -355,9 +426,11 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 async def _measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], str]:
     items = (kv_items(args.kv_lengths, args.kv_items, args.kv_questions)
              + qa_items(args.qa_lengths, args.qa_items, args.depth))
+    if args.interleave:
+        items = interleave(items)
     chunk_tokens = {"kv": args.kv_chunk_tokens, "qa": args.qa_chunk_tokens}
     progress = out / "rows.csv"
-    progress.unlink(missing_ok=True)
+    done = _resume(args, out, progress)
     if args.endpoint == "scripted":
         from evals.longctx.scripted import PaperRules
 
@@ -368,7 +441,8 @@ async def _measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, 
         with ScriptedLLM(rules) as server:
             model = OpenAIChat(base_url=server.base_url, api_key="x", model="scripted", max_retries=2)
             try:
-                rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress)
+                rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress,
+                                      args.parallel, done)
             finally:
                 await model.aclose()
         model_name = "scripted"
@@ -378,12 +452,36 @@ async def _measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, 
         model = default_llm()  # the configured endpoint, else the embedded model
         model_name = model.name
         try:
-            rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress)
+            rows = await evaluate(model, items, chunk_tokens, args.topology, not args.no_single_shot, progress,
+                                      args.parallel, done)
         finally:
             aclose = getattr(model, "aclose", None)
             if aclose is not None:
                 await aclose()
-    return rows, model_name
+    return (read_rows(progress) if done else rows), model_name
+
+
+_RUN_KEYS = ("endpoint", "quick", "kv_lengths", "kv_items", "kv_questions", "qa_lengths", "qa_items", "depth",
+             "kv_chunk_tokens", "qa_chunk_tokens", "topology", "no_single_shot", "interleave")
+
+
+def _resume(args: argparse.Namespace, out: Path, progress: Path) -> set[tuple[int, str]]:
+    """With --resume, the (item, mode) rows an earlier run with the same settings measured; else a fresh start.
+    The settings that decide the items are kept in run.json beside rows.csv, so a resume cannot mix two grids."""
+    from tools.atomic import write_text
+
+    settings = {k: getattr(args, k) for k in _RUN_KEYS}
+    run_file = out / "run.json"
+    if args.resume and progress.is_file():
+        earlier = json.loads(run_file.read_text()) if run_file.is_file() else None
+        if earlier != settings:
+            changed = sorted(k for k in settings if earlier is None or earlier.get(k) != settings[k])
+            raise InvalidInput(f"--resume: the run in {out} was made with other settings ({', '.join(changed)}).",
+                               hint=f"Repeat that run's options (see {run_file}), or drop --resume to start afresh.")
+        return {(r["item"], r["topology"] or r["mode"]) for r in read_rows(progress) if "item" in r}
+    progress.unlink(missing_ok=True)
+    write_text(run_file, json.dumps(settings, indent=1) + "\n")
+    return set()
 
 
 async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]], model_name: str) -> int:
@@ -393,14 +491,14 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
         w.writeheader()
         w.writerows(summary)
     _print_table(summary)
-    plot_accuracy(summary, out / "accuracy.png", f"accuracy against length ({model_name})")
+    plot_accuracy(summary, out / "accuracy.png", f"accuracy against length ({model_name})", args.score)
     fits: dict[str, Any] = {}
     for suite in ("kv", "qa"):
-        fits[suite] = fit_suite(summary, suite)
+        fits[suite] = fit_suite(summary, suite, score=args.score)
         topologies = sorted({s["topology"] for s in summary if s["suite"] == suite and s["mode"] == "chunked"})
         if len(topologies) > 1:
             for topology in topologies:
-                fits[f"{suite}/{topology}"] = fit_suite(summary, suite, topology)
+                fits[f"{suite}/{topology}"] = fit_suite(summary, suite, topology, args.score)
     for suite, fit in fits.items():
         if fit and "regime" in fit:
             cross = f"{fit['crossover_tokens']:.0f}" if fit["crossover_tokens"] is not None else "none"
@@ -408,7 +506,7 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
             print(f"{suite}: regime {fit['regime']}, beta {beta}, alpha {fit['alpha']}, crossover tokens {cross}")
         elif fit:
             print(f"{suite}: no fit ({fit['error']})")
-    result: dict[str, Any] = {"model": model_name, "fits": fits, "summary": summary}
+    result: dict[str, Any] = {"model": model_name, "score": args.score, "fits": fits, "summary": summary}
     if not args.no_bench:
         b = await bench(args.bench_latency, repeats=1 if args.quick else 3)
         print(f"concurrency benchmark: 8 workers at {args.bench_latency * 1000:.0f} ms latency: sequential "
