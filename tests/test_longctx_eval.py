@@ -54,6 +54,11 @@ def test_two_topologies_keep_per_item_rows_that_summarize_again(tmp_path: Path) 
     assert main(["--from-rows", str(out / "rows.csv"), "--out", str(again)]) == 0
     assert _rows(again) == _rows(out)
     assert (again / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (again / "results.md").read_text().splitlines()[2:]
+    assert len(table) == len(_rows(out))
+    for line, r in zip(table, _rows(out), strict=True):
+        n = int(r["items"])
+        assert f"| {n} | {round(float(r['accuracy']) * n)}/{n} | {round(float(r['strict_accuracy']) * n)}/{n} |" in line
     fits = json.loads((again / "noise.json").read_text())["fits"]
     assert {"kv", "kv/chain", "kv/workers_manager"} <= set(fits)
 

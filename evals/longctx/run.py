@@ -366,6 +366,19 @@ def _print_table(summary: list[dict[str, Any]]) -> None:
               f"{s['accuracy']:>7.1%} {s['strict_accuracy']:>7.1%} {s['mean_chunks']:>6.1f} {s['mean_wall_s']:>7.1f}")
 
 
+def markdown_table(summary: list[dict[str, Any]]) -> str:
+    """The summary as a Markdown table: per suite, length and mode, the scores with counts, calls, tokens, time."""
+    lines = ["| suite | length | text tokens | mode | items | correct (substring) | correct (strict) | chunks | "
+             "calls | prompt tokens | completion tokens | wall s |", "|" + "---|" * 12]
+    for s in summary:
+        n = s["items"]
+        lines.append(f"| {s['suite']} | {s['length']:,} | {s['tokens']:,} | {s['topology'] or 'single-shot'} | {n} | "
+                     f"{round(s['accuracy'] * n)}/{n} | {round(s['strict_accuracy'] * n)}/{n} | "
+                     f"{s['mean_chunks']:.1f} | {s['mean_calls']:.1f} | {s['mean_prompt_tokens']:,} | "
+                     f"{s['mean_completion_tokens']:,} | {s['mean_wall_s']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str, score: str = "strict") -> None:
     """Accuracy against text length, one line per suite and mode (single-shot or a chunked topology)."""
     import matplotlib
@@ -491,6 +504,9 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
         w.writeheader()
         w.writerows(summary)
     _print_table(summary)
+    from tools.atomic import write_text
+
+    write_text(out / "results.md", markdown_table(summary))
     plot_accuracy(summary, out / "accuracy.png", f"accuracy against length ({model_name})", args.score)
     fits: dict[str, Any] = {}
     for suite in ("kv", "qa"):
@@ -514,7 +530,7 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
               f"(ideal 0.125, median of {1 if args.quick else 3}), max in flight {b['max_in_flight']:.0f}")
         result["bench"] = b
     (out / "noise.json").write_text(json.dumps(result, indent=2, default=str))
-    print(f"wrote {out / 'results.csv'}, {out / 'noise.json'} and {out / 'accuracy.png'}")
+    print(f"wrote {out / 'results.csv'}, {out / 'results.md'}, {out / 'noise.json'} and {out / 'accuracy.png'}")
     return 0
 
 
