@@ -210,3 +210,35 @@ def test_resume_asks_only_the_rows_a_stopped_run_lacks_and_refuses_other_setting
     capsys.readouterr()
     assert main([*args[:-2], "--kv-questions", "3", "--out", str(tmp_path), "--resume"]) == 2
     assert "kv_questions" in capsys.readouterr().out
+
+
+def test_closed_book_control_asks_each_question_with_no_text_and_scores_it() -> None:
+    import asyncio
+
+    from evals.longctx.closed_book import closed_book
+    from evals.longctx.run import nq_questions
+    from tests.scripted_llm import ScriptedLLM, last_user_text
+    from tools.llm import OpenAIChat
+
+    questions = nq_questions(3)
+    known = questions[0]["answers"][0]
+
+    def rule(body: dict) -> str:
+        return f"It was {known}." if questions[0]["question"] in last_user_text(body) else "I do not know."
+
+    with ScriptedLLM(rule) as server:
+        model = OpenAIChat(base_url=server.base_url, api_key="x", model="scripted")
+
+        async def go() -> list[dict]:
+            try:
+                return await closed_book(model, questions)
+            finally:
+                await model.aclose()
+
+        rows = asyncio.run(go())
+        prompts = [last_user_text(b) for b in server.requests]
+    assert [r["correct"] for r in rows] == [1, 0, 0]
+    assert all("<text>\n\n</text>" in p for p in prompts)  # the single-shot prompt, its text left empty
+    assert [sum(q["question"] in p for p in prompts) for q in questions] == [1, 1, 1]
+    for q in questions:
+        assert q["passage"][:40] not in "".join(prompts)

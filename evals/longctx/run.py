@@ -135,7 +135,7 @@ def kv_items(lengths: list[int], per_length: int, questions: int = 1) -> list[It
     return out
 
 
-def _nq(n: int) -> list[dict[str, Any]]:
+def nq_questions(n: int) -> list[dict[str, Any]]:
     path = SHARED / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"
     rows = []
     if path.is_file():
@@ -171,7 +171,7 @@ def qa_items(lengths: list[int], per_length: int, depth: float) -> list[Item]:
     while tok.count(hay) < max(lengths) * 1.05:
         hay = hay + "\n\n" + hay
     offs = tok.offsets(hay)
-    questions = _nq(per_length)
+    questions = nq_questions(per_length)
     out = []
     for length in lengths:
         for q in questions:
