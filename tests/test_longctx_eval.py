@@ -61,6 +61,19 @@ def test_two_topologies_keep_per_item_rows_that_summarize_again(tmp_path: Path) 
         assert f"| {n} | {round(float(r['accuracy']) * n)}/{n} | {round(float(r['strict_accuracy']) * n)}/{n} |" in line
     fits = json.loads((again / "noise.json").read_text())["fits"]
     assert {"kv", "kv/chain", "kv/workers_manager"} <= set(fits)
+    # rows split over two files (one per length) summarize as the whole; a cue probe's line only joins the plot
+    parts = [tmp_path / "part1.csv", tmp_path / "part2.csv"]
+    for part, length in zip(parts, ("1000", "2000"), strict=True):
+        with part.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(items[0]))
+            w.writeheader()
+            w.writerows(r for r in items if r["length"] == length)
+    cue = tmp_path / "cue_results.csv"
+    cue.write_text("suite,length,mode,topology,items,tokens,accuracy\nkv-cue,1000,single_shot,,3,992,0.5\n")
+    split = tmp_path / "split"
+    assert main(["--from-rows", *map(str, parts), "--cue", str(cue), "--out", str(split)]) == 0
+    assert _rows(split) == _rows(out)
+    assert (split / "accuracy.png").read_bytes() != (again / "accuracy.png").read_bytes()
 
 
 def test_several_questions_per_haystack_ask_keys_spread_over_it(tmp_path: Path) -> None:

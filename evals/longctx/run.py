@@ -89,8 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-latency", type=float, default=0.2)
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--from-rows", type=Path, default=None, metavar="ROWS_CSV",
-                    help="summarize, fit and plot the per-item rows.csv of an earlier (possibly stopped) run")
+    ap.add_argument("--from-rows", type=Path, nargs="+", default=None, metavar="ROWS_CSV",
+                    help="summarize, fit and plot the per-item rows.csv of earlier (possibly stopped) runs, e.g. a KV "
+                    "run's and a QA run's together")
+    ap.add_argument("--cue", type=Path, default=None, metavar="CUE_RESULTS_CSV",
+                    help="also plot a cue probe's accuracy by length (cue_results.csv of evals.longctx.cue_probe)")
     ap.add_argument("--model-name", default="model", help="with --from-rows: the model named in the plot")
     return ap
 
@@ -379,6 +382,15 @@ def markdown_table(summary: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cue_summary(path: Path) -> list[dict[str, Any]]:
+    """A cue probe's per-length rows in the summary's shape (its one score is exact match)."""
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [{"suite": r["suite"], "length": int(r["length"]), "mode": r["mode"], "topology": r["topology"],
+             "tokens": int(r["tokens"]), "accuracy": float(r["accuracy"]), "strict_accuracy": float(r["accuracy"])}
+            for r in rows]
+
+
 def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str, score: str = "strict") -> None:
     """Accuracy against text length, one line per suite and mode (single-shot or a chunked topology)."""
     import matplotlib
@@ -412,7 +424,7 @@ async def _run(args: argparse.Namespace) -> int:
     out = args.out or output_dir() / "eval-longctx"
     out.mkdir(parents=True, exist_ok=True)
     if args.from_rows:
-        rows, model_name = read_rows(args.from_rows), args.model_name
+        rows, model_name = [r for path in args.from_rows for r in read_rows(path)], args.model_name
         args.no_bench = True
     else:
         rows, model_name = await _measure(args, out)
@@ -507,7 +519,8 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
     from tools.atomic import write_text
 
     write_text(out / "results.md", markdown_table(summary))
-    plot_accuracy(summary, out / "accuracy.png", f"accuracy against length ({model_name})", args.score)
+    plotted = summary + (_cue_summary(args.cue) if args.cue else [])
+    plot_accuracy(plotted, out / "accuracy.png", f"accuracy against length ({model_name})", args.score)
     fits: dict[str, Any] = {}
     for suite in ("kv", "qa"):
         fits[suite] = fit_suite(summary, suite, score=args.score)
