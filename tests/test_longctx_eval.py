@@ -255,3 +255,13 @@ def test_closed_book_control_asks_each_question_with_no_text_and_scores_it() -> 
     assert [sum(q["question"] in p for p in prompts) for q in questions] == [1, 1, 1]
     for q in questions:
         assert q["passage"][:40] not in "".join(prompts)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 30), (4, 30), (30, 30), (7, 12), (1, 1)])
+def test_wilson_interval_matches_scipy(k: int, n: int) -> None:
+    from scipy.stats import binomtest
+
+    from evals.longctx.run import wilson_interval
+
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert wilson_interval(k, n) == pytest.approx((ref.low, ref.high), abs=1e-9)

@@ -19,7 +19,9 @@ import argparse
 import asyncio
 import csv
 import gzip
+import io
 import json
+import math
 import re
 import statistics
 import time
@@ -387,33 +389,56 @@ def _cue_summary(path: Path) -> list[dict[str, Any]]:
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
     return [{"suite": r["suite"], "length": int(r["length"]), "mode": r["mode"], "topology": r["topology"],
-             "tokens": int(r["tokens"]), "accuracy": float(r["accuracy"]), "strict_accuracy": float(r["accuracy"])}
+             "items": int(r["items"]), "tokens": int(r["tokens"]), "accuracy": float(r["accuracy"]),
+             "strict_accuracy": float(r["accuracy"])}
             for r in rows]
 
 
+def wilson_interval(correct: float, n: int, z: float = statistics.NormalDist().inv_cdf(0.975)) -> tuple[float, float]:
+    """The Wilson score interval of a proportion `correct / n` (95% by default); (0, 1) when n is 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str, score: str = "strict") -> None:
-    """Accuracy against text length, one line per suite and mode (single-shot or a chunked topology)."""
+    """Accuracy against text length with 95% Wilson intervals, one line per suite and mode (single-shot or a
+    chunked topology); lines are drawn a little apart along the length axis so that equal values stay visible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines: dict[str, list[tuple[int, float]]] = {}
+    from tools.atomic import atomic_output
+
+    lines: dict[str, list[tuple[int, float, int]]] = {}
     for s in summary:
         label = f"{s['suite']} {s['topology'] or s['mode']}"
-        lines.setdefault(label, []).append((s["tokens"], s[_key(score)]))
+        lines.setdefault(label, []).append((s["tokens"], s[_key(score)], int(s.get("items") or 0)))
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for label, pts in sorted(lines.items()):
+    styles = [("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--")]
+    for i, (label, pts) in enumerate(sorted(lines.items())):
         pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        shift = 1.0 + 0.03 * (i - (len(lines) - 1) / 2)
+        xs = [p[0] * shift for p in pts]
+        ys = [p[1] for p in pts]
+        bounds = [wilson_interval(round(p[1] * p[2]), p[2]) for p in pts]
+        err = [[max(0.0, y - lo) for y, (lo, _) in zip(ys, bounds, strict=True)],
+               [max(0.0, hi - y) for y, (_, hi) in zip(ys, bounds, strict=True)]]
+        marker, style = styles[i % len(styles)]
+        ax.errorbar(xs, ys, yerr=err, marker=marker, linestyle=style, capsize=3, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("text length (tokens)")
-    ax.set_ylabel(f"accuracy ({score})")
+    ax.set_ylabel(f"accuracy ({score}), 95% Wilson interval")
     ax.set_ylim(-0.05, 1.05)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
 
 
@@ -511,13 +536,14 @@ def _resume(args: argparse.Namespace, out: Path, progress: Path) -> set[tuple[in
 
 async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]], model_name: str) -> int:
     summary = summarize(rows)
-    with (out / "results.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(summary[0]))
-        w.writeheader()
-        w.writerows(summary)
-    _print_table(summary)
     from tools.atomic import write_text
 
+    table = io.StringIO()
+    w = csv.DictWriter(table, fieldnames=list(summary[0]))
+    w.writeheader()
+    w.writerows(summary)
+    write_text(out / "results.csv", table.getvalue())
+    _print_table(summary)
     write_text(out / "results.md", markdown_table(summary))
     plotted = summary + (_cue_summary(args.cue) if args.cue else [])
     plot_accuracy(plotted, out / "accuracy.png", f"accuracy against length ({model_name})", args.score)
@@ -542,7 +568,7 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
               f"{b['sequential_s']:.2f} s, concurrent {b['concurrent_s']:.2f} s, ratio {b['ratio']:.3f} "
               f"(ideal 0.125, median of {1 if args.quick else 3}), max in flight {b['max_in_flight']:.0f}")
         result["bench"] = b
-    (out / "noise.json").write_text(json.dumps(result, indent=2, default=str))
+    write_text(out / "noise.json", json.dumps(result, indent=2, default=str))
     print(f"wrote {out / 'results.csv'}, {out / 'results.md'}, {out / 'noise.json'} and {out / 'accuracy.png'}")
     return 0
 
