@@ -18,6 +18,14 @@ def _chat(server: ScriptedLLM, **kw) -> OpenAIChat:
     return OpenAIChat(base_url=server.base_url, api_key="x", model="scripted", **opts)
 
 
+async def _many(model: OpenAIChat, n: int) -> list[str]:
+    """`n` concurrent calls of `model`; their texts."""
+    try:
+        return [c.text for c in await asyncio.gather(*(model.complete(HI) for _ in range(n)))]
+    finally:
+        await model.aclose()
+
+
 async def _complete(model: OpenAIChat, messages=HI, **kw):
     try:
         return await model.complete(messages, **kw)
@@ -65,14 +73,8 @@ def test_client_errors_are_not_retried() -> None:
 
 
 def test_concurrency_limit_caps_requests_in_flight() -> None:
-    async def many(model: OpenAIChat) -> list[str]:
-        try:
-            return [c.text for c in await asyncio.gather(*(model.complete(HI) for _ in range(9)))]
-        finally:
-            await model.aclose()
-
     with ScriptedLLM(lambda body: "ok", latency_s=0.05) as server:
-        texts = asyncio.run(many(_chat(server, concurrency=3)))
+        texts = asyncio.run(_many(_chat(server, concurrency=3), 9))
         assert texts == ["ok"] * 9
         assert server.max_active <= 3
         assert server.max_active >= 2  # the requests did overlap
@@ -85,18 +87,12 @@ def test_embedded_client_keeps_as_many_requests_in_flight_as_the_server_decodes_
     from tools.llm import EmbeddedChat
     from tools.settings import reload_settings
 
-    async def many(model: EmbeddedChat) -> list[str]:
-        try:
-            return [c.text for c in await asyncio.gather(*(model.complete(HI) for _ in range(7)))]
-        finally:
-            await model.aclose()
-
     with ScriptedLLM(lambda body: "ok", latency_s=0.2) as server:
         monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_URL", server.base_url)
         monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_MAX_BATCH", "3")
         reload_settings()
         try:
-            texts = asyncio.run(many(EmbeddedChat()))
+            texts = asyncio.run(_many(EmbeddedChat(), 7))
         finally:
             monkeypatch.undo()
             reload_settings()

@@ -141,13 +141,3 @@ def folds(ps: PairSet, split: str, n_folds: int) -> Iterator[tuple[np.ndarray, n
             yield np.flatnonzero(~dt & ~tt), np.flatnonzero(dt & tt)
         return
     raise ValueError(split)
-
-
-def write_rows_csv(path: Path, rows: list[dict]) -> None:
-    """Rows (dicts with the same keys) as a CSV at `path`, written under a temporary name and renamed."""
-    from tools.atomic import atomic_output
-
-    with atomic_output(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from evals.dti.data import folds, load_dtiam, write_rows_csv
+from evals.dti.data import folds, load_dtiam
+from evals.rows import write_rows_csv
 from tools.dti.views import VIEW_NAMES
 
 SPECS = tuple(f"{v}{s}" for v in VIEW_NAMES for s in ("", "+nbr"))

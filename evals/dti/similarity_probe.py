@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.dti.data import folds, load_dtiam, write_rows_csv
+from evals.dti.data import folds, load_dtiam
+from evals.rows import write_rows_csv
 from tools.dti.neighbours import KMERS, kmer_profiles
 
 POWERS = (1, 3, 8)

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
 from evals.longctx.run import nq_questions
-from tools.atomic import write_text
+from evals.rows import write_rows_csv
 from tools.llm import ChatModel, default_llm
 from tools.longctx.prompts import TaskSpec
 from tools.longctx.scoring import substring_match
@@ -57,12 +55,8 @@ def main(argv: list[str] | None = None) -> int:
                 await aclose()
 
     rows = asyncio.run(go())
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
     args.out.mkdir(parents=True, exist_ok=True)
-    write_text(args.out / "closed_book.csv", buf.getvalue())
+    write_rows_csv(args.out / "closed_book.csv", rows)
     print(f"closed book ({rows[0]['model']}): {sum(r['correct'] for r in rows)}/{len(rows)} answered right "
           f"with no text; rows in {args.out / 'closed_book.csv'}")
     return 0

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 from evals.longctx.run import haystack_pairs, interleave, kv_items
+from evals.rows import write_rows_csv
 from tools.atomic import write_text
 from tools.errors import ResearchError
 from tools.longctx.noise import accuracy_to_loss, fit_power_law
@@ -100,16 +100,6 @@ def fit(summary: list[dict[str, Any]]) -> dict[str, Any]:
             "superlinear": law.beta > 1.0}
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    import io
-
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-    w.writeheader()
-    w.writerows(rows)
-    write_text(path, buf.getvalue())
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evals.longctx.cue_probe", description=__doc__.splitlines()[0])
     ap.add_argument("--url", default=None, help="an OpenAI-compatible base URL with /v1/completions (default: the "
@@ -131,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows)
     result = {"model": args.model, "fit": fit(summary), "summary": summary}
     args.out.mkdir(parents=True, exist_ok=True)
-    _write_csv(args.out / "cue_rows.csv", rows)
-    _write_csv(args.out / "cue_results.csv", summary)
+    write_rows_csv(args.out / "cue_rows.csv", rows)
+    write_rows_csv(args.out / "cue_results.csv", summary)
     write_text(args.out / "cue_fit.json", json.dumps(result, indent=2) + "\n")
     for s in summary:
         print(f"kv-cue {s['length']:>6} tokens {s['tokens']:>6} items {s['items']:>3} accuracy {s['accuracy']:.1%} "

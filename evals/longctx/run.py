@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import csv
 import gzip
-import io
 import json
 import math
 import re
@@ -536,13 +535,10 @@ def _resume(args: argparse.Namespace, out: Path, progress: Path) -> set[tuple[in
 
 async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]], model_name: str) -> int:
     summary = summarize(rows)
+    from evals.rows import write_rows_csv
     from tools.atomic import write_text
 
-    table = io.StringIO()
-    w = csv.DictWriter(table, fieldnames=list(summary[0]))
-    w.writeheader()
-    w.writerows(summary)
-    write_text(out / "results.csv", table.getvalue())
+    write_rows_csv(out / "results.csv", summary)
     _print_table(summary)
     write_text(out / "results.md", markdown_table(summary))
     plotted = summary + (_cue_summary(args.cue) if args.cue else [])
