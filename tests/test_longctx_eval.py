@@ -265,3 +265,55 @@ def test_wilson_interval_matches_scipy(k: int, n: int) -> None:
 
     ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
     assert wilson_interval(k, n) == pytest.approx((ref.low, ref.high), abs=1e-9)
+
+
+def test_strict_qa_score_gives_no_credit_for_answers_the_question_contains() -> None:
+    from evals.longctx.run import Item, _score, rescore_qa_rows
+    from tools.errors import InvalidInput
+    from tools.longctx.scoring import substring_match_beyond_question as beyond
+
+    lithium = Item("qa", 1000, "what is the main mineral in lithium batteries", "t", ["Lithium", "lithium"], "qa")
+    nobel = Item("qa", 1000, "who got the first nobel prize in physics", "t", ["Wilhelm Conrad Röntgen"], "qa")
+    mixed = Item("qa", 1000, "what is the capital of new south wales", "t", ["Sydney", "New South Wales"], "qa")
+    assert _score(lithium, "Lithium batteries are made of lithium.") == (1, 0)
+    assert _score(nobel, "It was Wilhelm Conrad Röntgen, in 1901.") == (1, 1)
+    assert _score(nobel, "Albert Einstein") == (0, 0)
+    assert _score(mixed, "the capital of New South Wales") == (1, 0)
+    assert _score(mixed, "Sydney, in New South Wales") == (1, 1)
+    assert not beyond("oak island", ["Oak Island"], "where is the tv show the curse of oak island filmed")
+
+    replies = ["lithium batteries", "Wilhelm Conrad Röntgen", "the capital of New South Wales", "Sydney"]
+    items = [lithium, nobel, mixed, mixed]
+    rows = [{"suite": "qa", "item": i, "length": 1000, "correct": 1, "strict": 1, "answer": a}
+            for i, a in enumerate(replies)]
+    rows.append({"suite": "kv", "item": 9, "length": 1000, "correct": 1, "strict": 1, "answer": "x"})
+    rescore_qa_rows(rows, items + [mixed] * 6)
+    assert [r["strict"] for r in rows] == [_score(it, a)[1] for it, a in zip(items, replies, strict=True)] + [1]
+    assert [r["strict"] for r in rows] == [0, 1, 0, 1, 1]
+    with pytest.raises(InvalidInput, match=r"run\.json"):
+        rescore_qa_rows([{"suite": "qa", "item": 0, "length": 2000, "correct": 1, "answer": "x"}], items)
+
+
+def test_from_rows_with_run_json_rescores_qa_rows_against_the_questions_that_run_asked(tmp_path: Path) -> None:
+    from evals.longctx.run import build_items
+
+    out = tmp_path / "run"
+    assert main(["--kv-items", "0", "--qa-lengths", "1000", "2000", "--qa-items", "2", "--qa-chunk-tokens", "600",
+                 "--interleave", "--no-bench", "--out", str(out)]) == 0
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    items = build_items(json.loads((out / "run.json").read_text()))
+    # interleaved as the run asked them: each question at 1K, then at 2K
+    assert [it.length for it in items] == [1000, 2000, 1000, 2000]
+    assert items[0].task == items[1].task != items[2].task == items[3].task
+    assert all(int(r["strict"]) == int(r["correct"]) for r in rows)  # no answer of these questions is in them
+    for r in rows:
+        r["strict"] = "0"  # as a run whose strict score were wrong would have written them
+    with (tmp_path / "wrong.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    again = tmp_path / "again"
+    assert main(["--from-rows", str(tmp_path / "wrong.csv"), "--run-json", str(out / "run.json"),
+                 "--out", str(again)]) == 0
+    assert [r["strict_accuracy"] for r in _rows(again)] == [r["strict_accuracy"] for r in _rows(out)]
+    assert any(float(r["strict_accuracy"]) > 0 for r in _rows(again))

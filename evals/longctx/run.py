@@ -36,7 +36,7 @@ from tools.longctx.models import ChunkedPoint, SinglePoint
 from tools.longctx.noise import longctx_fit_noise
 from tools.longctx.prompts import TaskSpec
 from tools.longctx.qa import longctx_answer, longctx_single_shot
-from tools.longctx.scoring import substring_match
+from tools.longctx.scoring import substring_match, substring_match_beyond_question
 from tools.longctx.tokens import default_tokenizer
 from tools.longctx.topologies import run_chunked
 from tools.paths import SAMPLE_DIR, output_dir
@@ -86,7 +86,8 @@ def _parser() -> argparse.ArgumentParser:
                     "(the settings must be the same; run.json records them)")
     ap.add_argument("--score", choices=["strict", "substring"], default="strict",
                     help="the accuracy the table, plot and fit use: strict (KV: the reply's first value is the "
-                    "asked one) or substring (a gold answer anywhere in the reply); both are in results.csv")
+                    "asked one; QA: a gold answer the question does not contain) or substring (a gold answer "
+                    "anywhere in the reply); both are in results.csv")
     ap.add_argument("--no-bench", action="store_true")
     ap.add_argument("--bench-latency", type=float, default=0.2)
     ap.add_argument("--out", type=Path, default=None)
@@ -96,6 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--cue", type=Path, default=None, metavar="CUE_RESULTS_CSV",
                     help="also plot a cue probe's accuracy by length (cue_results.csv of evals.longctx.cue_probe)")
     ap.add_argument("--model-name", default="model", help="with --from-rows: the model named in the plot")
+    ap.add_argument("--run-json", type=Path, default=None, metavar="RUN_JSON",
+                    help="with --from-rows: the run.json of the run that wrote the rows; the QA rows' strict score is "
+                    "recomputed against the questions that run asked (rows written before it left out answers the "
+                    "question contains)")
     return ap
 
 
@@ -204,9 +209,12 @@ def strict_kv_match(answer: str, task: str, gold: str) -> bool:
 
 
 def _score(it: Item, answer: str) -> tuple[int, int]:
-    """(substring score, strict score) of one answer; the strict score is the substring one outside KV."""
+    """(substring score, strict score) of one answer. Strict: KV, the reply's first value is the asked one; QA, a
+    gold answer the question does not contain is in the reply (a repeated question earns nothing)."""
     ok = int(substring_match(answer, it.answers))
-    return ok, int(strict_kv_match(answer, it.task, it.answers[0])) if it.suite == "kv" else ok
+    if it.suite == "kv":
+        return ok, int(strict_kv_match(answer, it.task, it.answers[0]))
+    return ok, int(substring_match_beyond_question(answer, it.answers, it.task))
 
 
 def interleave(items: list[Item]) -> list[Item]:
@@ -449,6 +457,8 @@ async def _run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if args.from_rows:
         rows, model_name = [r for path in args.from_rows for r in read_rows(path)], args.model_name
+        if args.run_json:
+            rescore_qa_rows(rows, build_items(json.loads(args.run_json.read_text())))
         args.no_bench = True
     else:
         rows, model_name = await _measure(args, out)
@@ -472,11 +482,37 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def build_items(settings: dict[str, Any]) -> list[Item]:
+    """The items a run with these settings (its run.json, or the parsed options) asks, in the order it asks them."""
+    items = (kv_items(settings["kv_lengths"], settings["kv_items"], settings["kv_questions"])
+             + qa_items(settings["qa_lengths"], settings["qa_items"], settings["depth"]))
+    return interleave(items) if settings["interleave"] else items
+
+
+def rescore_qa_rows(rows: list[dict[str, Any]], items: list[Item]) -> None:
+    """Set each QA row's strict score by the rule `_score` applies now: no credit for answers the question contains.
+
+    Exact when all or none of an item's answers are in its question; otherwise the row's stored reply (its first
+    80 characters) is matched again, which can only miss a later match.
+    """
+    for r in rows:
+        if r["suite"] != "qa":
+            continue
+        it = items[r["item"]] if "item" in r and 0 <= r["item"] < len(items) else None
+        if it is None or it.suite != "qa" or it.length != r["length"]:
+            raise InvalidInput(f"row item {r.get('item')} ({r['suite']}, {r['length']} tokens) is not an item of "
+                               "the run described by --run-json.", hint="Give the run.json written with these rows.")
+        asked = [substring_match(it.task, [a]) for a in it.answers]
+        if all(asked):
+            r["strict"] = 0
+        elif any(asked):
+            r["strict"] = int(substring_match_beyond_question(r["answer"], it.answers, it.task))
+        else:
+            r["strict"] = r["correct"]
+
+
 async def _measure(args: argparse.Namespace, out: Path) -> tuple[list[dict[str, Any]], str]:
-    items = (kv_items(args.kv_lengths, args.kv_items, args.kv_questions)
-             + qa_items(args.qa_lengths, args.qa_items, args.depth))
-    if args.interleave:
-        items = interleave(items)
+    items = build_items(vars(args))
     chunk_tokens = {"kv": args.kv_chunk_tokens, "qa": args.qa_chunk_tokens}
     progress = out / "rows.csv"
     done = _resume(args, out, progress)

@@ -22,3 +22,13 @@ def substring_match(prediction: str, answers: list[str]) -> bool:
     """Whether any normalised gold answer occurs in the normalised prediction."""
     pred = normalize(prediction)
     return any(normalize(a) and normalize(a) in pred for a in answers)
+
+
+def substring_match_beyond_question(prediction: str, answers: list[str], question: str) -> bool:
+    """Whether a gold answer that the question does not itself contain occurs in the prediction.
+
+    A reply that only repeats the question ("what is the main mineral in lithium batteries" -> "lithium
+    batteries ...") earns nothing; a question all of whose answers it contains can never score.
+    """
+    asked = normalize(question)
+    return substring_match(prediction, [a for a in answers if normalize(a) not in asked])
