@@ -296,6 +296,7 @@ def test_strict_qa_score_gives_no_credit_for_answers_the_question_contains() -> 
 
 def test_from_rows_with_run_json_rescores_qa_rows_against_the_questions_that_run_asked(tmp_path: Path) -> None:
     from evals.longctx.run import build_items
+    from evals.rows import write_rows_csv
 
     out = tmp_path / "run"
     assert main(["--kv-items", "0", "--qa-lengths", "1000", "2000", "--qa-items", "2", "--qa-chunk-tokens", "600",
@@ -308,10 +309,7 @@ def test_from_rows_with_run_json_rescores_qa_rows_against_the_questions_that_run
     assert all(int(r["strict"]) == int(r["correct"]) for r in rows)  # no answer of these questions is in them
     for r in rows:
         r["strict"] = "0"  # as a run whose strict score were wrong would have written them
-    with (tmp_path / "wrong.csv").open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows_csv(tmp_path / "wrong.csv", rows)
     again = tmp_path / "again"
     assert main(["--from-rows", str(tmp_path / "wrong.csv"), "--run-json", str(out / "run.json"),
                  "--out", str(again)]) == 0

@@ -36,7 +36,7 @@ from tools.longctx.models import ChunkedPoint, SinglePoint
 from tools.longctx.noise import longctx_fit_noise
 from tools.longctx.prompts import TaskSpec
 from tools.longctx.qa import longctx_answer, longctx_single_shot
-from tools.longctx.scoring import substring_match, substring_match_beyond_question
+from tools.longctx.scoring import answers_beyond_question, substring_match, substring_match_beyond_question
 from tools.longctx.tokens import default_tokenizer
 from tools.longctx.topologies import run_chunked
 from tools.paths import SAMPLE_DIR, output_dir
@@ -502,11 +502,11 @@ def rescore_qa_rows(rows: list[dict[str, Any]], items: list[Item]) -> None:
         if it is None or it.suite != "qa" or it.length != r["length"]:
             raise InvalidInput(f"row item {r.get('item')} ({r['suite']}, {r['length']} tokens) is not an item of "
                                "the run described by --run-json.", hint="Give the run.json written with these rows.")
-        asked = [substring_match(it.task, [a]) for a in it.answers]
-        if all(asked):
+        beyond = answers_beyond_question(it.answers, it.task)
+        if not beyond:
             r["strict"] = 0
-        elif any(asked):
-            r["strict"] = int(substring_match_beyond_question(r["answer"], it.answers, it.task))
+        elif len(beyond) < len(it.answers):
+            r["strict"] = int(substring_match(r["answer"], beyond))
         else:
             r["strict"] = r["correct"]
 

@@ -24,11 +24,16 @@ def substring_match(prediction: str, answers: list[str]) -> bool:
     return any(normalize(a) and normalize(a) in pred for a in answers)
 
 
+def answers_beyond_question(answers: list[str], question: str) -> list[str]:
+    """The gold answers that the question does not itself contain (normalised as in `substring_match`)."""
+    asked = normalize(question)
+    return [a for a in answers if normalize(a) not in asked]
+
+
 def substring_match_beyond_question(prediction: str, answers: list[str], question: str) -> bool:
     """Whether a gold answer that the question does not itself contain occurs in the prediction.
 
     A reply that only repeats the question ("what is the main mineral in lithium batteries" -> "lithium
     batteries ...") earns nothing; a question all of whose answers it contains can never score.
     """
-    asked = normalize(question)
-    return substring_match(prediction, [a for a in answers if normalize(a) not in asked])
+    return substring_match(prediction, answers_beyond_question(answers, question))
