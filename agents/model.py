@@ -29,10 +29,10 @@ def chat_model(settings: LLMSettings | None = None, *, temperature: float = AGEN
     if not s.configured:
         if not s.embedded:
             raise NO_ENDPOINT
-        from tools.embedded.launcher import ensure_local_endpoint
-        from tools.embedded.weights import MODEL_NAME
+        from tools.embedded.launcher import ensure_local_endpoint, served_model
 
-        return ChatOpenAI(model=MODEL_NAME, base_url=ensure_local_endpoint(), api_key="embedded",
+        url = ensure_local_endpoint()
+        return ChatOpenAI(model=served_model(url) or s.embedded_model, base_url=url, api_key="embedded",
                           temperature=temperature, timeout=max(s.timeout_s, 600.0), max_retries=1,
                           max_tokens=s.embedded_max_tokens)
     return ChatOpenAI(

@@ -200,11 +200,12 @@ def _serve(http: bool, host: str | None, port: int | None, workers: int = 1) -> 
     return 0
 
 
-LLM_USAGE = """usage: research-mcp llm serve [--host 127.0.0.1] [--port 8080] [--idle-exit-s S]
+LLM_USAGE = """usage: research-mcp llm serve [--model NAME] [--host 127.0.0.1] [--port 8080] [--idle-exit-s S]
        research-mcp llm status
        research-mcp llm stop
 
-serve   run the embedded model (Gemma 3 270M) as an OpenAI-compatible server on 127.0.0.1
+serve   run the embedded chat model (Qwen2.5-Coder 1.5B Instruct by default, on llama.cpp) as an
+        OpenAI-compatible server on 127.0.0.1; --model qwen2.5-coder-0.5b-instruct for the small one
 status  say whether one is running (started by `serve` or on demand by a tool) and where
 stop    stop the one recorded in the model cache"""
 
@@ -221,7 +222,8 @@ def _llm(argv: list[str]) -> int:
 
     url = running_endpoint()
     if argv[0] == "status":
-        print(f"embedded model server: {url}" if url else "embedded model server: not running")
+        model = json.loads(default_state_file().read_text()).get("model", "?") if url else None
+        print(f"embedded model server: {model} at {url}" if url else "embedded model server: not running")
         return 0 if url else 1
     if argv[0] == "stop":
         if not url:

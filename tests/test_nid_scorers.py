@@ -293,27 +293,3 @@ def test_transformers_scorer_equals_a_plain_forward_pass(softcap: float | None) 
         want = _stats_from_logprobs(lsm[sel - 1], ids[sel])
         for field in ("logp", "mu", "sigma", "max_other"):
             np.testing.assert_allclose(getattr(got, field), getattr(want, field), atol=1e-4)
-
-
-@pytest.mark.slow
-def test_endpoint_and_transformers_log_probs_agree(embedded_llm: str) -> None:
-    """The embedded model through its OpenAI-compatible server and in-process: same tokens, log-probs within 1e-3."""
-    from openai import OpenAI
-
-    from tools.nid.scorers import CompletionsScorer, HFScorer
-
-    ctxs = [make_context("commit 4d0ebc84613d214fbfd37fbfd1390e3747a625ce\nDate: 2025", 7, 47, prefix_chars=7),
-            make_context("serialVersionUID = -8270183163158333422L;", 19, 40),
-            make_context("see https://bit.ly/2zMX0hm now", 19, 26)]
-    local = HFScorer.embedded()
-    mine = local.token_stats(ctxs, batch_size=8)
-    resp = OpenAI(base_url=embedded_llm, api_key="none", timeout=900, max_retries=0).completions.create(
-        model="embedded", prompt=[c.text for c in ctxs], max_tokens=1, echo=True, logprobs=1, temperature=0.0)
-    for ctx, ch, a in zip(ctxs, sorted(resp.choices, key=lambda c: c.index), mine, strict=True):
-        ids = local.tokenizer(ctx.text, add_special_tokens=True)["input_ids"]
-        want = [local.tokenizer.decode([i]) for i in ids[1:]]
-        assert list(ch.logprobs.tokens[: len(want)]) == want
-        # the endpoint scorer's reading of the same response (the identifier's tokens by character offsets)
-        b = CompletionsScorer._stats(ctx, ch.logprobs)
-        assert len(a) == len(b) > 0
-        np.testing.assert_allclose(a.logp, b.logp, atol=1e-3)

@@ -3,9 +3,9 @@
 A method that needs a language model takes `llm: ChatModel | None = None`. Implementations:
 `OpenAIChat` (any OpenAI-compatible endpoint: OpenAI, vLLM, llama.cpp server, Ollama), the MCP
 layer's sampling model (the connected client's own model), and in tests a scripted HTTP endpoint that
-`OpenAIChat` talks to like any other, and `EmbeddedChat`, the embedded Gemma 3 270M served on
-127.0.0.1 (used when nothing else is configured). Configuration comes from the settings (`OPENAI_BASE_URL`,
-`OPENAI_API_KEY`, `OPENAI_MODEL` or their `RESEARCH_MCP_LLM_` forms), never from code.
+`OpenAIChat` talks to like any other, and `EmbeddedChat`, the embedded Qwen2.5-Coder Instruct model
+that llama.cpp serves on 127.0.0.1 (used when nothing else is configured). Configuration comes from the
+settings (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL` or their `RESEARCH_MCP_LLM_` forms), never from code.
 """
 
 from __future__ import annotations
@@ -150,6 +150,13 @@ class OpenAIChat:
                     **options,
                 )
             except openai.APIStatusError as exc:
+                if exc.status_code == 400 and "context" in str(exc.message).lower():
+                    raise UpstreamError(
+                        f"The prompt does not fit the context of the model at {self.base_url or 'api.openai.com'}: "
+                        f"{exc.message}",
+                        hint="Send less text per call: longctx_answer with a smaller chunk_tokens splits a long "
+                        "input; for the embedded model RESEARCH_MCP_LLM_EMBEDDED_CONTEXT sets its context.",
+                    ) from exc
                 raise UpstreamError(
                     f"The LLM endpoint {self.base_url or 'api.openai.com'} answered HTTP {exc.status_code} "
                     f"after {self.max_retries} retries: {exc.message}",
@@ -179,17 +186,16 @@ class OpenAIChat:
 
 
 class EmbeddedChat(OpenAIChat):
-    """The embedded Gemma 3 270M behind its local OpenAI-compatible server, started on first use.
+    """The embedded chat model behind its local llama.cpp server, started on first use.
 
-    Its replies name the model `gemma-3-270m (embedded)`, so every result says which model answered.
+    Its replies name the model that served them, e.g. `qwen2.5-coder-1.5b-instruct (embedded)`, so every
+    result says which model answered.
     """
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
-        from tools.embedded.weights import MODEL_NAME
-
         s = settings or get_settings().llm
-        # As many requests in flight as the server decodes together: concurrent chunk reads share its forward passes.
-        super().__init__(base_url=None, api_key="embedded", model=MODEL_NAME, timeout_s=max(s.timeout_s, 600.0),
+        # As many requests in flight as the server has slots: concurrent chunk reads share its forward passes.
+        super().__init__(base_url=None, api_key="embedded", model=s.embedded_model, timeout_s=max(s.timeout_s, 600.0),
                          max_retries=1, concurrency=s.embedded_max_batch, temperature=s.temperature)
         self.max_tokens_cap = s.embedded_max_tokens
 
@@ -201,9 +207,11 @@ class EmbeddedChat(OpenAIChat):
         if self.base_url is None:
             import anyio.to_thread
 
-            from tools.embedded.launcher import ensure_local_endpoint
+            from tools.embedded.launcher import ensure_local_endpoint, served_model
 
-            self.base_url = await anyio.to_thread.run_sync(ensure_local_endpoint)
+            url = await anyio.to_thread.run_sync(ensure_local_endpoint)
+            self.model = await anyio.to_thread.run_sync(served_model, url) or self.model
+            self.base_url = url
         wanted = options.get("max_tokens")
         options["max_tokens"] = self.max_tokens_cap if wanted is None else min(wanted, self.max_tokens_cap)
         reply = await super().complete(messages, **options)

@@ -34,16 +34,25 @@ class LLMSettings(BaseSettings):
     concurrency: int = 8
     temperature: float = 0.0
     embedded: bool = Field(True, description="Use the embedded local model when no endpoint is configured.")
-    embedded_max_tokens: int = Field(
-        96, description="Most tokens the embedded model writes per reply (it decodes a few tokens a second on a CPU)."
+    embedded_model: str = Field(
+        "qwen2.5-coder-1.5b-instruct", description="The embedded chat model: qwen2.5-coder-1.5b-instruct (default; "
+        "plans and calls tools) or qwen2.5-coder-0.5b-instruct (faster chunk workers, small machines).",
     )
-    embedded_prefix_cache_mb: int = Field(
-        2048, ge=0, description="Memory for the embedded model's key/value caches of prompt starts that later prompts "
-        "repeat (a document asked again, a chunk read again, an agent's growing transcript); 0 keeps none.",
+    embedded_max_tokens: int = Field(
+        512, ge=1, description="Most tokens the embedded model writes per reply (it decodes ~15 tokens a second on "
+        "two CPU cores).",
     )
     embedded_max_batch: int = Field(
-        8, ge=1, le=64, description="Requests the embedded model decodes together, one forward pass a token "
-        "(concurrent chunk readers, several questions at once); 1 serves one request after another.",
+        4, ge=1, le=64, description="Requests the embedded model serves at once (llama.cpp parallel slots with "
+        "continuous batching: concurrent chunk readers share its forward passes); 1 serves one after another.",
+    )
+    embedded_context: int = Field(
+        32768, ge=2048, le=131072, description="Tokens of context the embedded model's server holds, shared by its "
+        "slots (one prompt may use all of it); Qwen2.5-Coder reads up to 32,768.",
+    )
+    embedded_threads: int = Field(
+        default_factory=lambda: os.cpu_count() or 2, ge=1,
+        description="CPU threads of the embedded model's server (default: every core; run one server per machine).",
     )
     embedded_url: str | None = Field(
         None, description="Base URL of an already running embedded-model server to attach to (research-mcp llm serve)."

@@ -1,13 +1,17 @@
-"""The embedded model's runtimes side by side: transformers (the default) against llama.cpp (optional).
+"""The embedded models' runtimes side by side: the Qwen2.5-Coder chat models on llama.cpp, and the previous
+chat path (Gemma 3 270M base through transformers) as the baseline.
 
-    python -m evals.llm            # both runtimes when llama-cpp-python is installed, else transformers alone
-    python -m evals.llm --quick    # shorter prompts (the tests run this)
+    python -m evals.llm                      # 1.5B and 0.5B on llama.cpp, then Gemma/transformers
+    python -m evals.llm --quick --attach URL # a short check of a server already running (the tests run this)
 
-For each runtime, in one process one after the other: load time, prompt tokens/s (prefill of a
-Gutenberg excerpt), decode tokens/s (greedy), peak RSS added by the load, and the per-token log-probs
-of the same text, whose largest difference between the runtimes is printed (both read the same Q4_K_M
-weights; transformers dequantizes them to float32, llama.cpp computes on the quantized blocks).
-Writes `runtimes.json` and `runtimes.md` to --out.
+Each llama.cpp model is started with `research-mcp llm serve` (one server at a time: two on the same
+cores slow each other about 40-fold), and measured through its OpenAI-compatible API: load time (start
+to a healthy /health), prefill tokens/s at each prompt length (a Gutenberg excerpt, a fresh prompt each
+time so no cache helps), decode tokens/s (greedy), and the server's peak resident memory. Each figure is
+given twice: as the client sees it (wall time of the HTTP call) and as llama.cpp itself times its compute
+(the `timings` of the reply), the limit this path can reach; their ratio is printed. The Gemma baseline
+runs in this process: a forward pass over the same prompts and `generate` for decoding. Writes
+`runtimes.json` and `runtimes.md` to --out.
 """
 
 from __future__ import annotations
@@ -16,116 +20,173 @@ import argparse
 import json
 import os
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+import httpx
 
 from tools.atomic import write_text
 from tools.paths import SAMPLE_DIR, output_dir
 
+LENGTHS = (500, 2000, 8000)
+DECODE = 64
+QUESTION = "Write a Python function that returns the n-th Fibonacci number, with a docstring."
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as fh:
+
+def _rss_mb(pid: int | str = "self", key: str = "VmRSS") -> float:
+    with open(f"/proc/{pid}/status") as fh:
         for line in fh:
-            if line.startswith("VmRSS:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _text(tokens_wanted: int) -> str:
-    words = (SAMPLE_DIR / "longctx" / "alice_chapter1.txt").read_text(encoding="utf-8").split()
-    return " ".join(words[: int(tokens_wanted * 0.75)])
+def _text(tokens_wanted: int, salt: int) -> str:
+    words = (SAMPLE_DIR / "longctx" / "alice.txt").read_text(encoding="utf-8").split()
+    start = (salt * 3917) % max(1, len(words) - tokens_wanted)
+    return " ".join(words[start: start + int(tokens_wanted * 0.75)])
 
 
-def bench_transformers(prompt: str, decode: int) -> dict:
+def _chat(url: str, model: str, content: str, max_tokens: int) -> tuple[dict, float]:
+    t = time.perf_counter()
+    resp = httpx.post(f"{url}/chat/completions", timeout=3600, json={
+        "model": model, "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens,
+        "temperature": 0, "cache_prompt": False})
+    resp.raise_for_status()
+    return resp.json(), time.perf_counter() - t
+
+
+def bench_server(url: str, model: str, lengths: tuple[int, ...], decode: int, salt: int = 0) -> dict:
+    """Prefill and decode figures of the OpenAI-compatible llama.cpp server at `url`."""
+    prefill = []
+    for i, n in enumerate(lengths):
+        data, wall = _chat(url, model, "Summarise in one word:\n" + _text(n, salt + i), 1)
+        t = data["timings"]
+        prefill.append({"prompt_tokens": data["usage"]["prompt_tokens"], "client_tok_s": t["prompt_n"] / wall,
+                        "llama_tok_s": t["prompt_per_second"]})
+    data, wall = _chat(url, model, QUESTION, decode)
+    t = data["timings"]
+    return {"prefill": prefill, "decode_tokens": t["predicted_n"],
+            "decode_client_tok_s": t["predicted_n"] / max(wall - t["prompt_ms"] / 1000, 1e-9),
+            "decode_llama_tok_s": t["predicted_per_second"]}
+
+
+def bench_embedded(model: str, lengths: tuple[int, ...], decode: int, salt: int) -> dict:
+    """Start `research-mcp llm serve --model MODEL` on a free port, measure it, stop it."""
+    from tools.embedded.assemble import chat_gguf
+
+    chat_gguf(model)  # assembled beforehand, so the load time is the server's own
+    state = output_dir() / "eval-llm" / f"{model}.state.json"
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "tools.embedded.serve", "--model", model, "--port", "0", "--quiet",
+                             "--state-file", str(state)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = None
+        while url is None:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server for {model} exited with status {proc.returncode}")
+            try:
+                candidate = json.loads(state.read_text())["url"]
+                if httpx.get(candidate.removesuffix("/v1") + "/health", timeout=2).status_code == 200:
+                    url = candidate
+            except (OSError, ValueError, KeyError, httpx.HTTPError):
+                time.sleep(0.2)
+        load_s = time.perf_counter() - t0
+        row = bench_server(url, model, lengths, decode, salt)
+        row.update(runtime=f"llama.cpp {model} (Q4_K_M)", load_s=load_s, rss_mb=_rss_mb(proc.pid, "VmHWM"))
+        return row
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def bench_transformers(lengths: tuple[int, ...], decode: int, salt: int) -> dict:
+    """The previous chat path: Gemma 3 270M base, float32, through transformers in this process."""
     import torch
 
-    from tools.embedded.runtime import load_local_lm
+    from tools.embedded.runtime import load_causal_lm
 
     rss0, t0 = _rss_mb(), time.perf_counter()
-    lm = load_local_lm()
+    model, tok = load_causal_lm()
     load_s = time.perf_counter() - t0
-    ids = torch.tensor([lm.encode(prompt)])
+    prefill = []
     with torch.inference_mode():
-        t1 = time.perf_counter()
-        logits = lm.model(input_ids=ids).logits[0].float()
-        prefill_s = time.perf_counter() - t1
-    logp = torch.log_softmax(logits, dim=-1)
-    token_lp = [float(logp[t - 1, ids[0, t]]) for t in range(1, ids.shape[1])]
-    t2 = time.perf_counter()
-    gen = lm.generate("Question: What is the capital of France?\nAnswer:", max_tokens=decode)
-    decode_s = time.perf_counter() - t2
-    return {"runtime": "transformers (float32)", "load_s": load_s, "prompt_tokens": int(ids.shape[1]),
-            "prefill_tok_s": ids.shape[1] / prefill_s, "decode_tokens": gen.completion_tokens,
-            "decode_tok_s": gen.completion_tokens / decode_s, "rss_mb": _rss_mb() - rss0,
-            "ids": ids[0].tolist(), "logprobs": token_lp}
+        for i, n in enumerate(lengths):
+            ids = tok("Summarise in one word:\n" + _text(n, salt + i), return_tensors="pt").input_ids
+            t = time.perf_counter()
+            model(input_ids=ids, logits_to_keep=1)
+            rate = ids.shape[1] / (time.perf_counter() - t)
+            prefill.append({"prompt_tokens": int(ids.shape[1]), "client_tok_s": rate, "llama_tok_s": None})
+        ids = tok(QUESTION, return_tensors="pt").input_ids
+        t = time.perf_counter()
+        out = model.generate(ids, max_new_tokens=decode, min_new_tokens=decode, do_sample=False)
+        made = out.shape[1] - ids.shape[1]
+        rate = made / (time.perf_counter() - t)
+    return {"runtime": "transformers gemma-3-270m (float32, previous chat path)", "load_s": load_s,
+            "rss_mb": _rss_mb() - rss0, "prefill": prefill, "decode_tokens": int(made),
+            "decode_client_tok_s": rate, "decode_llama_tok_s": None}
 
 
-def bench_llama_cpp(prompt: str, decode: int, ids: list[int]) -> dict | None:
-    try:
-        from llama_cpp import Llama
-    except ImportError:
-        return None
-    import numpy as np
+def _fmt(v: float | None, digits: int = 0) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
 
-    from tools.embedded.weights import gguf_path
 
-    rss0, t0 = _rss_mb(), time.perf_counter()
-    llm = Llama(model_path=str(gguf_path()), n_ctx=max(512, len(ids) + decode + 64), logits_all=True, verbose=False,
-                n_threads=os.cpu_count() or 2)
-    load_s = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    llm.reset()
-    llm.eval(ids)
-    prefill_s = time.perf_counter() - t1
-    scores = np.asarray(llm.scores[: len(ids)], dtype=np.float64)
-    scores -= scores.max(axis=1, keepdims=True)
-    logp = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
-    token_lp = [float(logp[t - 1, ids[t]]) for t in range(1, len(ids))]
-    llm.reset()
-    t2 = time.perf_counter()
-    out = llm.create_completion("Question: What is the capital of France?\nAnswer:", max_tokens=decode,
-                                temperature=0.0)
-    decode_s = time.perf_counter() - t2
-    n = out["usage"]["completion_tokens"]
-    return {"runtime": "llama.cpp (Q4_K_M)", "load_s": load_s, "prompt_tokens": len(ids),
-            "prefill_tok_s": len(ids) / prefill_s, "decode_tokens": n, "decode_tok_s": n / decode_s,
-            "rss_mb": _rss_mb() - rss0, "logprobs": token_lp}
+def table(rows: list[dict], load: tuple[float, float, float]) -> str:
+    lengths = [p["prompt_tokens"] for p in rows[0]["prefill"]] if rows else []
+    head = " | ".join(f"prefill tok/s @{n}" for n in lengths)
+    lines = [f"load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; client figures (llama.cpp's own "
+             "compute timing in brackets, the limit; ratio = client / llama.cpp)", "",
+             f"| runtime | load s | {head} | decode tok/s | peak RSS MB |",
+             "|---|---|" + "---|" * len(lengths) + "---|---|"]
+    for r in rows:
+        cells = [f"{_fmt(p['client_tok_s'])} ({_fmt(p['llama_tok_s'])})" if p["llama_tok_s"]
+                 else _fmt(p["client_tok_s"]) for p in r["prefill"]]
+        dec = (f"{_fmt(r['decode_client_tok_s'], 1)} ({_fmt(r['decode_llama_tok_s'], 1)})" if r["decode_llama_tok_s"]
+               else _fmt(r["decode_client_tok_s"], 1))
+        lines.append(f"| {r['runtime']} | {_fmt(r.get('load_s'), 1)} | {' | '.join(cells)} | {dec} | "
+                     f"{_fmt(r.get('rss_mb'))} |")
+    for r in rows:
+        ratios = [p["client_tok_s"] / p["llama_tok_s"] for p in r["prefill"] if p["llama_tok_s"]]
+        if ratios:
+            lines.append(f"- {r['runtime']}: client / llama.cpp prefill {min(ratios):.2f}-{max(ratios):.2f}, decode "
+                         f"{r['decode_client_tok_s'] / r['decode_llama_tok_s']:.2f}")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tools.embedded.catalogue import CHAT_MODELS
+
     ap = argparse.ArgumentParser(prog="python -m evals.llm", description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a short prompt and few decode steps")
-    ap.add_argument("--prompt-tokens", type=int, default=1024)
-    ap.add_argument("--decode-tokens", type=int, default=32)
+    ap.add_argument("--quick", action="store_true", help="one short prompt and 8 decode steps")
+    ap.add_argument("--models", nargs="*", default=list(CHAT_MODELS), choices=list(CHAT_MODELS))
+    ap.add_argument("--attach", metavar="URL", help="measure this running server instead of starting each model")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the Gemma/transformers baseline")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    prompt_tokens, decode = (128, 4) if args.quick else (args.prompt_tokens, args.decode_tokens)
+    lengths, decode = ((128,), 8) if args.quick else (LENGTHS, DECODE)
     out = args.out or output_dir() / "eval-llm"
     out.mkdir(parents=True, exist_ok=True)
-    prompt = _text(prompt_tokens)
-    rows = [bench_transformers(prompt, decode)]
-    other = bench_llama_cpp(prompt, decode, rows[0]["ids"])
-    if other is not None:
-        rows.append(other)
+    salt = int(time.time()) % 1000  # a fresh excerpt each run, so no prompt cache of an earlier run helps
+    rows = []
+    if args.attach:
+        from tools.embedded.launcher import served_model
+
+        model = served_model(args.attach) or "?"
+        rows.append({"runtime": f"llama.cpp {model} (attached)", **bench_server(args.attach, model, lengths, decode,
+                                                                                 salt)})
+    else:
+        rows += [bench_embedded(m, lengths, decode, salt) for m in args.models]
+    if not args.no_baseline and not args.quick:
+        rows.append(bench_transformers(lengths, decode, salt))
     load = os.getloadavg()
-    report = {"load_average": load, "rows": [{k: v for k, v in r.items() if k not in ("ids", "logprobs")}
-                                             for r in rows]}
-    lines = [f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", "",
-             "| runtime | load s | prompt tokens | prefill tok/s | decode tok/s | RSS MB |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['runtime']} | {r['load_s']:.1f} | {r['prompt_tokens']} | {r['prefill_tok_s']:.0f} | "
-                     f"{r['decode_tok_s']:.1f} | {r['rss_mb']:.0f} |")
-    if other is not None:
-        diffs = [abs(a - b) for a, b in zip(rows[0]["logprobs"], other["logprobs"], strict=True)]
-        diffs.sort()
-        report["logprob_abs_diff"] = {"max": diffs[-1], "median": diffs[len(diffs) // 2],
-                                      "p95": diffs[int(0.95 * (len(diffs) - 1))], "tokens": len(diffs)}
-        lines += ["", "per-token log-prob |transformers - llama.cpp| over {tokens} tokens: median {median:.4f}, "
-                  "p95 {p95:.4f}, max {max:.4f}".format(**report["logprob_abs_diff"])]
-        lines.append(f"llama.cpp / transformers: prefill {other['prefill_tok_s'] / rows[0]['prefill_tok_s']:.2f}x, "
-                     f"decode {other['decode_tok_s'] / rows[0]['decode_tok_s']:.2f}x")
-    write_text(out / "runtimes.json", json.dumps(report, indent=1))
-    write_text(out / "runtimes.md", "\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_text(out / "runtimes.json", json.dumps({"load_average": load, "rows": rows}, indent=1))
+    text = table(rows, load)
+    write_text(out / "runtimes.md", text)
+    print(text)
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from tools.embedded.weights import cache_root
+from tools.embedded.assemble import cache_root
 from tools.errors import Cancelled, UpstreamError
 from tools.progress import Progress, report
 from tools.settings import get_settings
@@ -52,6 +52,15 @@ def running_endpoint() -> str | None:
     except OSError:
         return None
     return url if _healthy(url) else None
+
+
+def served_model(url: str) -> str | None:
+    """The model name a running OpenAI-compatible server at `url` reports first in `/v1/models`."""
+    try:
+        data = httpx.get(url.rstrip("/") + "/models", timeout=5.0).json().get("data") or []
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return str(data[0].get("id")) if data and isinstance(data[0], dict) else None
 
 
 def ensure_local_endpoint(progress: Progress | None = None, timeout_s: float = START_TIMEOUT_S) -> str:
@@ -91,7 +100,7 @@ def _start(progress: Progress | None, timeout_s: float) -> str:
         if progress is not None and progress.cancelled:
             proc.terminate()
             raise Cancelled("Starting the embedded model was cancelled.")
-        report(progress, min(time.monotonic() - started, 60), 60, "starting the embedded model (Gemma 3 270M)")
+        report(progress, min(time.monotonic() - started, 60), 60, "starting the embedded model")
         if proc.poll() is not None:
             tail = log.read_text(errors="replace")[-1500:]
             raise UpstreamError(f"The embedded model server exited while starting (status {proc.returncode}).",

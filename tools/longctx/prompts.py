@@ -36,10 +36,11 @@ _AGG_WORKER: dict[str, str] = {
 }
 
 _WORKER_DUTY: dict[str, str] = {
-    "retrieval": "If this part does not contain what the task asks for, answer exactly NA. "
-    "Otherwise answer with the exact value only, copied from the text.",
-    "qa": "If this part does not contain the information needed to answer, answer exactly NA. "
-    "Otherwise give the short answer on the first line, then a line 'Evidence: ' with the sentence that supports it.",
+    "retrieval": "If this part contains what the task asks for, reply with the single line 'Answer: <the exact value, "
+    "copied from the text>'. If it does not, reply with the single line 'Answer: NA'.",
+    "qa": "First copy the sentence of this part that answers the task, on a line 'Evidence: <sentence>'. Then give "
+    "the short answer (a name, a number, a date, a few words) on a line 'Answer: <answer>'. If no sentence of this "
+    "part answers the task, reply with the single line 'Answer: NA'.",
     "summarization": "Summarize what this part says that bears on the task, in at most 5 sentences. "
     "If nothing in this part bears on it, answer exactly NA.",
     "aggregation": "{agg} Answer in the form 'Result: <number>' only, or exactly NA if this part has no such items.",
@@ -184,6 +185,19 @@ def planner(spec: TaskSpec, parts: int) -> list[Message]:
 _NA_RE = re.compile(r"""^\s*["'`*]*\s*(NA|N/A|none|not available|not found)\b""", re.IGNORECASE)
 _RESULT_RE = re.compile(r"result\s*:\s*(-?\d[\d,]*(?:\.\d+)?)", re.IGNORECASE)
 _NUM_RE = re.compile(r"^\s*(-?\d[\d,]*(?:\.\d+)?)\s*\.?\s*$")
+
+
+_ANSWER_LINE_RE = re.compile(r"^\s*[*_`]*answer[*_`]*\s*:\s*(.*)$", re.IGNORECASE)
+
+
+def labelled_answer(text: str) -> str:
+    """The value of the last 'Answer: ...' line of a reply (instruct models write their answer so); the whole
+    reply, stripped, when it has no such line."""
+    for line in reversed(text.strip().splitlines()):
+        m = _ANSWER_LINE_RE.match(line)
+        if m:
+            return m.group(1).strip().strip("*_`").strip()
+    return text.strip()
 
 
 def is_na(text: str) -> bool:

@@ -177,7 +177,7 @@ async def _gather_reports(
 
 
 def _classify_plain(text: str) -> tuple[Status, int | None]:
-    return ("na" if prompts.is_na(text) else "answer"), None
+    return ("na" if prompts.is_na(prompts.labelled_answer(text)) else "answer"), None
 
 
 def _classify_structured(text: str) -> tuple[Status, int | None]:
@@ -343,10 +343,10 @@ async def run_chunked(
                         [r.part for r in reports if r.status == "failed"]),
         MANAGER_MAX_TOKENS)
     report(progress, total, total, "manager")
-    return finish(c.text.strip(), reports, "llm")
+    return finish(prompts.labelled_answer(c.text), reports, "llm")
 
 
 async def run_single_shot(llm: ChatModel, spec: TaskSpec, text: str) -> tuple[str, Completion]:
     """The whole text in one call."""
     c = await llm.complete(prompts.single_shot(spec, text), max_tokens=MANAGER_MAX_TOKENS)
-    return c.text.strip(), c
+    return prompts.labelled_answer(c.text), c
