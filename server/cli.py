@@ -164,18 +164,58 @@ def _demo(families: list[str] | None) -> int:
                                 "ok": not result.is_error, "result": result.structured_content or text})
         return records
 
-    records = anyio.run(run)
+    from tools.embedded.launcher import running_endpoint
+
+    model_before = running_endpoint()
+    try:
+        records = anyio.run(run)
+    finally:
+        stopped = _stop_started_model(model_before)
     from rich.markup import escape
 
+    by_tool = {(e.tool, json.dumps(e.arguments, sort_keys=True)): e for e in examples}
+    wrong = []
     for r in records:
         mark = "[green]ok[/]" if r["ok"] else "[red]error[/]"
         console.print(f"{mark} [bold cyan]{r['tool']}[/]: {r['what']}")
         console.print("    " + escape(_brief(r["result"]) if r["ok"] else str(r["result"])), soft_wrap=True)
+        ex = by_tool[(r["tool"], json.dumps(r["arguments"], sort_keys=True))]
+        if r["ok"] and isinstance(r["result"], dict):
+            shown, right = ex.verdict(r["result"])
+            r["answer"], r["answer_right"] = shown, right
+            if right is True:
+                console.print(f"    [bold]answer:[/] {escape(shown)}  [green]right[/] (expected {ex.expected})")
+            elif right is False:
+                wrong.append(r["tool"])
+                console.print(f"    [bold]answer:[/] {escape(shown)}  [red]WRONG[/]: expected {ex.expected}")
     report = output_dir() / "demo.json"
     write_text(report, json.dumps(records, indent=2, default=str))
     failed = [r["tool"] for r in records if not r["ok"]]
-    console.print(f"Full results: {report}" + (f"\n[red]failed: {', '.join(failed)}[/]" if failed else ""))
-    return 1 if failed else 0
+    console.print(f"Full results: {report}")
+    if stopped:
+        console.print(stopped)
+    if failed:
+        console.print(f"[red]failed: {', '.join(failed)}[/]")
+    if wrong:
+        console.print(f"[red]wrong answers: {', '.join(wrong)}[/]")
+    return 1 if failed or wrong else 0
+
+
+def _stop_started_model(before: str | None) -> str | None:
+    """Stop the embedded model server if this command started it (none ran before); say what was done."""
+    import signal
+
+    from tools.embedded.launcher import default_state_file, running_endpoint
+
+    if before is not None or running_endpoint() is None:
+        return None
+    try:
+        state = json.loads(default_state_file().read_text())
+        os.kill(int(state["pid"]), signal.SIGTERM)
+    except (OSError, ValueError, KeyError):
+        return None
+    return (f"Stopped the embedded model server ({state.get('model')}) started for this demo; a tool that needs a "
+            "model starts it again (or keep one running with `research-mcp llm serve`).")
 
 
 def _serve(http: bool, host: str | None, port: int | None, workers: int = 1) -> int:
