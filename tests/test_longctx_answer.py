@@ -286,3 +286,40 @@ def test_summarization_manager_gets_every_report_in_order() -> None:
     parts = r.answer.split(" / ")
     assert [p.split()[1] for p in parts] == [str(i) for i in range(1, r.chunks_total + 1)]
     assert r.chunks_with_answer == r.chunks_total and r.aggregator == "llm"
+
+
+@pytest.mark.parametrize(("reply", "answer", "na"), [
+    ("Evidence: The Rabbit took out a watch out of its waistcoat-pocket.\nAnswer: watch", "watch", False),
+    ("Answer: NA", "NA", True),
+    ('NA\nEvidence: The text states "There was nothing so very remarkable in that"', None, True),
+    ("**Answer:** DRINK ME", "DRINK ME", False),
+    ("a watch", "a watch", False),
+    ("Evidence: none of it\nanswer:   n/a", "n/a", True),
+])
+def test_an_instruct_models_labelled_answer_is_read_and_na_recognised(reply: str, answer: str | None,
+                                                                      na: bool) -> None:
+    """The replies are those the embedded Qwen2.5-Coder 1.5B wrote to the worker prompts."""
+    got = prompts.labelled_answer(reply)
+    if answer is not None:
+        assert got == answer
+    assert prompts.is_na(got) is na
+
+
+def test_workers_that_label_their_answers_reach_the_manager_and_its_label_is_dropped() -> None:
+    text = " ".join(["Filler sentence about nothing in particular."] * 300) + " The code word is heron. " + \
+        " ".join(["More filler about other things entirely."] * 300)
+
+    def reply(body: dict) -> str:
+        user = last_user(body)
+        if user.startswith("Reports from"):
+            return "Answer: heron" if "heron" in user else "Answer: NA"
+        part = section(user, "text")
+        if "heron" in part:
+            return "Evidence: The code word is heron.\nAnswer: heron"
+        return "Answer: NA"
+
+    with ScriptedLLM(reply) as server:
+        r = run(server, lambda m: longctx_answer(task="What is the code word?", text=text, task_kind="qa",
+                                                 chunk_tokens=800, overlap_tokens=0, llm=m))
+    assert r.answer == "heron"
+    assert r.chunks_with_answer == 1 and r.chunks_na == r.chunks_total - 1 >= 2

@@ -282,7 +282,7 @@ async def run_chunked(
             prompts.chain_final(spec, notes_text, n, [r.part for r in reports if r.status == "failed"]),
             MANAGER_MAX_TOKENS)
         report(progress, total, total, "manager")
-        return finish(c.text.strip(), reports, "llm")
+        return finish(prompts.labelled_answer(c.text), reports, "llm")
 
     if topology == "map_reduce":
         reports = await _gather_reports(
@@ -320,7 +320,7 @@ async def run_chunked(
             notes.append(f"Collapse round {rounds}: {len(groups)} groups.")
         c = await meter.complete(prompts.reduce_step(spec, results), MANAGER_MAX_TOKENS)
         report(progress, total, total, "reduce")
-        return finish(c.text.strip(), reports, "llm", rounds)
+        return finish(prompts.labelled_answer(c.text), reports, "llm", rounds)
 
     reports = await _gather_reports(
         chunks,
