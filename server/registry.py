@@ -42,11 +42,12 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel, Field, RootModel, ValidationError
 
 import tools
+from server.links import attach_outputs
 from server.sampling import RoundSampling
 from server.schemas import portable
 from tools.errors import Busy, Cancelled, LimitExceeded, NotFound, ResearchError
@@ -427,11 +428,14 @@ class ResearchTool(Tool):
                             "(list items and object members). Pass a large input as a file path instead, or raise "
                             "the bound with the environment variable RESEARCH_MCP_MAX_ARGUMENT_VALUES.")
         try:
-            return await super().run(arguments, context, convert_result=convert_result)
+            result = await super().run(arguments, context, convert_result=convert_result)
         except ToolError as exc:
             if isinstance(exc.__cause__, ArgumentsRejected):  # the arguments, not the tool body
                 raise ToolError(str(exc.__cause__)) from None
             raise
+        if isinstance(result, CallToolResult):  # its output files as resource links, its pictures inline
+            result = await anyio.to_thread.run_sync(attach_outputs, result)
+        return result
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
