@@ -99,6 +99,25 @@ class ToolBox:
             )
 
 
+def text_blocks(content: list[Any]) -> list[Any]:
+    """A tool result's content blocks as the model behind an agent reads them: the text only. Inline pictures and
+    resource links are left out (a text-only model refuses them, and the structured result in the text already names
+    every file by the path the tools accept)."""
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def text_only(tool: Any) -> Any:
+    """`tool` (a LangChain MCP tool) answering in text only, so a text-only model behind an agent can read it."""
+    call = tool.coroutine
+
+    async def run(**arguments: Any) -> tuple[list[Any], Any]:
+        content, artifact = await call(**arguments)
+        return text_blocks(content), artifact
+
+    tool.coroutine = run
+    return tool
+
+
 def _quiet_adapter_import() -> Any:
     from langchain_core._api import LangChainBetaWarning
 
@@ -117,7 +136,7 @@ async def open_tools(target: ServerTarget) -> AsyncIterator[ToolBox]:
     try:
         async with adapter:
             remote = await adapter.client.list_tools()
-            tools = {t.name: t for t in await adapter.list_tools()}
+            tools = {t.name: text_only(t) for t in await adapter.list_tools()}
             info = {
                 t.name: ToolInfo(
                     name=t.name,

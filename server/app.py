@@ -1,4 +1,5 @@
-"""Builds the research-mcp MCP server: every family's tools, the sample resources, the instructions."""
+"""Builds the research-mcp MCP server: every family's tools, the sample resources, the output files as resources,
+the workflows as prompts, the instructions."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from importlib.metadata import PackageNotFoundError, version
 
 from mcp.server.mcpserver import MCPServer
 
+from server.links import add_output_resources
+from server.prompts import add_prompts
+from server.registry import enabled_families
 from server.resources import sample_resources
 from server.sampling import chat_model_for
 from server.toolcache import server_tools
@@ -20,7 +24,9 @@ research-mcp: research methods as tools.
 - longctx_*: long-document QA by chunking with worker and manager models, and when chunking helps.
 - dti_*: drug-target interaction scores, screening, explanations.
 Bundled sample data is listed as resources (sample://...); pass those URIs wherever a tool takes a path.
-Large outputs are written as files under the output folder and returned as paths with a summary.
+The five workflows are prompts (eo, nid, dti, qa, graph): each lays out the tool calls in order.
+Large outputs are written as files under the output folder, returned as paths with a summary and as
+resource links (output://...) that resources/read returns; pictures also come inline as PNG images.
 """
 
 
@@ -37,7 +43,7 @@ def build_server(families: list[str] | None = None, *, log_level: str | None = N
     Building it also sweeps the output folder by the retention settings.
     """
     sweep_outputs()
-    return MCPServer(
+    server = MCPServer(
         name="research-mcp",
         title="research-mcp",
         instructions=INSTRUCTIONS,
@@ -47,3 +53,6 @@ def build_server(families: list[str] | None = None, *, log_level: str | None = N
         log_level=(log_level or get_settings().log_level).upper(),
         tools=server_tools(families, chat_model_for),
     )
+    add_output_resources(server)
+    add_prompts(server, enabled_families(families))
+    return server

@@ -42,12 +42,14 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel, Field, RootModel, ValidationError
 
 import tools
+from server.links import attach_outputs
 from server.sampling import RoundSampling
+from server.schemas import portable
 from tools.errors import Busy, Cancelled, LimitExceeded, NotFound, ResearchError
 from tools.llm import ChatModel
 from tools.paths import maybe_sweep
@@ -193,54 +195,11 @@ def release_memory() -> bool:
 # ---------------------------------------------------------------------------------------------- schemas
 
 
-# Keywords that constrain only instances of one JSON type: `anyOf` options of distinct types that use only these
-# validate exactly as one schema with a list of types.
-_NUMBER_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
-_TYPE_KEYWORDS = {
-    "array": {"items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"},
-    "object": {"properties", "additionalProperties", "required", "minProperties", "maxProperties"},
-    "string": {"minLength", "maxLength", "pattern", "format"},
-    "number": _NUMBER_KEYWORDS,
-    "integer": _NUMBER_KEYWORDS,
-    "boolean": set(),
-    "null": set(),
-}
-
-
-def _merged_types(options: list[Any]) -> dict[str, Any] | None:
-    """`anyOf` options as one schema with a list of types, or None where that would change what validates."""
-    if not all(isinstance(o, dict) for o in options):
-        return None
-    listed = {"enum" in o for o in options if o.get("type") != "null"}
-    if listed == {True, False}:
-        return None  # an enum constrains every type: either each non-null option lists its values, or none does
-    merged: dict[str, Any] = {}
-    types: list[str] = []
-    enum: list[Any] = []
-    for option in options:
-        kind = option.get("type")
-        if not isinstance(kind, str) or kind in types:
-            return None
-        extra = set(option) - {"type", "enum"}
-        if not extra <= _TYPE_KEYWORDS.get(kind, set()) or extra & set(merged):
-            return None
-        types.append(kind)
-        enum += option.get("enum", [])
-        merged.update({k: option[k] for k in extra})
-    if {"integer", "number"} <= set(types) and _NUMBER_KEYWORDS & set(merged):
-        return None  # every integer is a number: a bound of one option would reach the other
-    if enum:
-        merged["enum"] = enum + [None] * ("null" in types)
-    merged["type"] = types
-    return merged
-
-
 def _compact(schema: Any) -> Any:
     """The schema without what the client's model does not need and what validates the same without it.
 
     Dropped: titles, `default: null`, empty `items: {}`, `additionalProperties: true`, and the description of a
-    `$defs` model (the argument that holds it describes it). `anyOf` options of distinct types, such as
-    `[{type: integer}, {type: string}, {type: null}]`, become one `type` list.
+    `$defs` model (the argument that holds it describes it).
     """
     if isinstance(schema, list):
         return [_compact(x) for x in schema]
@@ -259,11 +218,6 @@ def _compact(schema: Any) -> Any:
                         for name, sub in value.items()}
         else:
             out[key] = _compact(value)
-    options = out.get("anyOf")
-    merged = _merged_types(options) if isinstance(options, list) else None
-    if merged is not None and not set(merged) & (set(out) - {"anyOf"}):
-        del out["anyOf"]
-        out.update(merged)
     return out
 
 
@@ -474,11 +428,14 @@ class ResearchTool(Tool):
                             "(list items and object members). Pass a large input as a file path instead, or raise "
                             "the bound with the environment variable RESEARCH_MCP_MAX_ARGUMENT_VALUES.")
         try:
-            return await super().run(arguments, context, convert_result=convert_result)
+            result = await super().run(arguments, context, convert_result=convert_result)
         except ToolError as exc:
             if isinstance(exc.__cause__, ArgumentsRejected):  # the arguments, not the tool body
                 raise ToolError(str(exc.__cause__)) from None
             raise
+        if isinstance(result, CallToolResult):  # its output files as resource links, its pictures inline
+            result = await anyio.to_thread.run_sync(attach_outputs, result)
+        return result
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
@@ -514,7 +471,7 @@ def build_tool(spec: ToolSpec, llm_factory: LLMFactory) -> ResearchTool:
         meta = FuncMetadata(arg_model=meta.arg_model, output_schema=_UNPUBLISHED_OUTPUT, output_model=model)
     # Unknown top-level arguments are refused by `ResearchTool.run` before validation, so the SDK's argument model
     # and the schema it derived serve as they are: a stricter model copy would cost a second schema build per tool.
-    schema = _compact(_inline_defs(tool.parameters))
+    schema = _compact(portable(_inline_defs(tool.parameters)))
     schema["additionalProperties"] = False
     tool.parameters = schema
     tool.fn_metadata = ArgumentsModel(arg_model=meta.arg_model, output_schema=meta.output_schema,

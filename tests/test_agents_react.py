@@ -93,6 +93,9 @@ async def test_agent_over_stdio_answers_traces_and_waits_for_approval(endpoint, 
         assert {t["function"]["name"] for t in first["tools"]} >= {"eo_spectral_index", "eo_statistics"}
         assert first["temperature"] == pytest.approx(0.1)
         assert "sample://eo/" in first["messages"][0]["content"]
+        # the quicklook and the resource links go to the user's host, not to the model, which reads text only
+        replies = [m["content"] for m in endpoint.requests[-1]["messages"] if m["role"] == "tool"]
+        assert len(replies) == 2 and all(isinstance(c, str) or {b["type"] for b in c} == {"text"} for c in replies)
 
         # a writing tool given a scene outside the output folder waits for approval
         first_run = await ask(approved.question("goal"), session=session, thread_id="appr", approval="pause")

@@ -107,3 +107,26 @@ def test_a_stateless_server_needs_no_session(two_worker_server) -> None:
     assert r.status_code == 200 and "mcp-session-id" not in r.headers
     names = {t["name"] for t in _result(r.text)["result"]["tools"]}
     assert {"graph_solve", "dti_screen"} <= names
+
+
+def test_any_server_process_reads_an_output_file_by_its_uri(two_worker_server) -> None:
+    import base64
+    from pathlib import Path
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "graph_solve", "arguments": {"task": "cycle",
+                                                            "graph": {"edges": [[i, (i + 1) % 6] for i in range(6)]}}}}
+    result = _result(httpx.post(two_worker_server, json=call, headers=HEADERS, timeout=120).text)["result"]
+    drawing = Path(result["structuredContent"]["drawing"])
+    uri = next(c["uri"] for c in result["content"] if c["type"] == "resource_link")
+
+    async def reads() -> list[bytes]:
+        async def one(i: int) -> bytes:  # a fresh connection each: the processes take turns accepting them
+            async with httpx.AsyncClient(timeout=60) as client:
+                body = {"jsonrpc": "2.0", "id": i, "method": "resources/read", "params": {"uri": uri}}
+                reply = _result((await client.post(two_worker_server, json=body, headers=HEADERS)).text)
+                return base64.b64decode(reply["result"]["contents"][0]["blob"])
+
+        return await asyncio.gather(*(one(i) for i in range(16)))
+
+    assert all(data == drawing.read_bytes() for data in asyncio.run(reads()))

@@ -16,7 +16,7 @@ from tools.settings import reload_settings
 pytestmark = pytest.mark.anyio
 
 # The wire size of the full list (every family): 163,300 characters before schemas were compacted, then 89,439
-# before descriptions were shortened and single-use models inlined.
+# before descriptions were shortened and single-use models inlined, 59,049 before the portable schema form.
 BUDGET_CHARS = 60_000
 
 
@@ -120,7 +120,18 @@ _EDGE_VALUES = [None, True, 0, -1, 1, 0.5, 1.5, 10**7, "", "x", [], [0], [[0, 1]
                 [{"task": "q", "answers": ["a"]}], [{"layer": "blue", "op": ">", "value": 0.2}]]
 
 
-def test_the_compact_schemas_accept_exactly_what_the_full_ones_accept() -> None:
+def _without_null_members(value: object) -> object:
+    """`value` with every object member whose value is null left out (what a caller does instead of sending null)."""
+    if isinstance(value, dict):
+        return {k: _without_null_members(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_null_members(v) for v in value]
+    return value
+
+
+def test_the_published_schemas_accept_what_the_full_ones_accept_with_nulls_left_out() -> None:
+    """The published (compact, portable) schema never accepts what the server refuses, and accepts everything the
+    server accepts once null-valued optional members are left out (for those, leaving out means null)."""
     from jsonschema import Draft202012Validator
 
     for tool in _built_tools():
@@ -133,13 +144,93 @@ def test_the_compact_schemas_accept_exactly_what_the_full_ones_accept() -> None:
             a = Draft202012Validator({**prop, "$defs": full.get("$defs", {})})
             b = Draft202012Validator({**compact["properties"][name], "$defs": compact.get("$defs", {})})
             values = _EDGE_VALUES + _values_in(prop) + [[v] for v in _values_in(prop)]
-            _agree(f"{tool.name}.{name}", a, b, values)
+            optional_null = name not in full.get("required", []) and prop.get("default", 0) is None
+            _agree(f"{tool.name}.{name}", a, b, values, optional_null)
 
 
-def _agree(where: str, a, b, values: list) -> None:
+def _agree(where: str, full, published, values: list, optional_null: bool) -> None:
     rng = random.Random(where)
     for value in values + [_random_json(rng) for _ in range(60)]:
-        assert a.is_valid(value) == b.is_valid(value), (where, value)
+        if published.is_valid(value):
+            assert full.is_valid(value), (where, value)
+        if full.is_valid(value) and not (value is None and optional_null):
+            assert published.is_valid(_without_null_members(value)), (where, value)
+
+
+# ------------------------------------------------------------------ every host accepts the schemas
+
+# The MCP Inspector's tool-schema portability rules (core/json/schemaLint.ts, @modelcontextprotocol/inspector 2.x),
+# applied here to every schema position it walks: a `type` list ("type-union", which a single-type dialect such as
+# Gemini's OpenAPI subset rejects), a bare boolean where a schema is expected, a `$ref` outside the document, and a
+# schema that constrains nothing.
+_TYPES = {"null", "boolean", "object", "array", "number", "string", "integer"}
+_BOOLEAN_OK = {"additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems"}
+_SUB = ["items", "contains", "not", "propertyNames", "if", "then", "else", "additionalProperties",
+        "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contentSchema"]
+_SUB_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems"]
+_SUB_MAPS = ["properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions"]
+_CONSTRAINING = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+                 "maxLength", "minLength", "pattern", "format", "contentMediaType", "contentEncoding", "contentSchema",
+                 "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties",
+                 "minProperties", "required", "dependentRequired", "allOf", "anyOf", "oneOf", "not", "items",
+                 "prefixItems", "contains", "additionalItems", "unevaluatedItems", "properties", "patternProperties",
+                 "additionalProperties", "unevaluatedProperties", "propertyNames", "dependentSchemas", "dependencies",
+                 "$ref", "$dynamicRef", "$recursiveRef"}
+
+
+def portability_findings(schema: object, path: str = "", keyword: str | None = None) -> list[tuple[str, str]]:
+    """(rule, path) for each place in `schema` the Inspector's portability lint flags."""
+    if isinstance(schema, bool):
+        return [] if keyword in _BOOLEAN_OK else [("boolean-schema", path)]
+    if not isinstance(schema, dict):
+        return []
+    out = []
+    kinds = schema.get("type")
+    if isinstance(kinds, list) and kinds and all(k in _TYPES for k in kinds) and len(set(kinds)) == len(kinds):
+        out.append(("type-union", path))
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref and not ref.startswith("#"):
+        out.append(("remote-ref", path))
+    if not (set(schema) & _CONSTRAINING or ("if" in schema and ("then" in schema or "else" in schema))) \
+            and keyword != "not":
+        out.append(("untyped-schema", path))
+    for key in _SUB_MAPS:
+        if isinstance(schema.get(key), dict):
+            for name, sub in schema[key].items():
+                out += portability_findings(sub, f"{path}.{key}.{name}", key)
+    for key in _SUB_LISTS:
+        if isinstance(schema.get(key), list):
+            for i, sub in enumerate(schema[key]):
+                out += portability_findings(sub, f"{path}.{key}[{i}]", key)
+    for key in _SUB:
+        if key in schema:
+            subs = schema[key] if key == "items" and isinstance(schema[key], list) else [schema[key]]
+            for sub in subs:
+                out += portability_findings(sub, f"{path}.{key}", key)
+    return out
+
+
+def test_the_portability_rules_catch_what_the_inspector_flags() -> None:
+    assert portability_findings({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}) == [
+        ("type-union", ".properties.a")]
+    assert portability_findings({"type": "object", "properties": {"a": True, "b": {"description": "x"}}}) == [
+        ("boolean-schema", ".properties.a"), ("untyped-schema", ".properties.b")]
+    assert portability_findings({"anyOf": [{"type": "string"}, {"type": "null"}]}) == []
+    assert portability_findings({"type": "object", "additionalProperties": False}) == []
+
+
+async def test_every_tool_schema_is_portable_and_valid_draft_2020_12() -> None:
+    from jsonschema import Draft202012Validator
+
+    tools, size = await _listing()
+    findings = {t.name: portability_findings(t.input_schema)
+                + (portability_findings(t.output_schema) if t.output_schema is not None else []) for t in tools}
+    assert not {k: v for k, v in findings.items() if v}, findings
+    for t in tools:
+        Draft202012Validator.check_schema(t.input_schema)
+        if t.output_schema is not None:
+            Draft202012Validator.check_schema(t.output_schema)
+    assert size <= BUDGET_CHARS
 
 
 async def test_no_description_runs_long() -> None:

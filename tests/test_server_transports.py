@@ -1,12 +1,17 @@
 """The real transports: a stdio subprocess, a streamable-HTTP subprocess with its token and Host checks,
-and the MCP Inspector CLI as an independent client."""
+and the MCP Inspector CLI as an independent client. Over each, the pictures come inline and the files they link
+read back byte for byte."""
 
 from __future__ import annotations
 
+import base64
+import csv
+import io
 import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +22,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from tests.conftest import REPO, free_port, server_env, start_http_server
 
 pytestmark = pytest.mark.anyio
+# Pinned: the 2.x CLI applies the tool-schema portability lint (`--strict`); an older cached copy would not.
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+L8 = "sample://eo/landsat8_c1_l1t"
 
 # A call with a result checked against networkx by hand: the 5-cycle 0-1-2-3-4-0 has diameter 2.
 GOOD_CALL = ("graph_solve", {"task": "diameter", "graph": {"edges": [[0, 1], [1, 2], [2, 3], [3, 4], [4, 0]]}})
@@ -41,6 +49,49 @@ async def _exercise(client: Client) -> None:
     assert _answer(await client.call_tool(*GOOD_CALL)) == 2
 
 
+def _target() -> str:
+    with (REPO / "tools/sample_data/dti/targets.csv").open() as fh:
+        return next(csv.DictReader(fh))["sequence"]
+
+
+def picture_calls() -> list[tuple[str, dict, str, str | None]]:
+    """(tool, arguments, result field of its PNG, result field of a data file it writes) per family drawn."""
+    petersen = {"edges": [[i, (i + 1) % 5] for i in range(5)] + [[i, i + 5] for i in range(5)]
+                + [[5 + i, 5 + (i + 2) % 5] for i in range(5)]}
+    scores = [[1.0 + 0.1 * i] + [0.05 * j for j in range(4)] for i in range(12)]
+    return [("eo_spectral_index", {"scene": L8, "index": "NDVI"}, "quicklook", "output"),
+            ("dti_screen", {"target": _target(), "library": "sample://dti/screening_library.smi", "top_k": 10,
+                            "write_sdf": False}, "hits_png", "hits_csv"),
+            ("graph_solve", {"task": "max_cut", "graph": petersen}, "drawing", None),
+            ("nid_dp_audit", {"scores": scores}, "plot_png", None)]
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    from PIL import Image
+
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    image = Image.open(io.BytesIO(data))
+    image.load()  # decodes every row: a truncated or corrupt PNG fails here
+    return image.size
+
+
+async def _pictures_and_files(client: Client) -> None:
+    """Each drawing tool answers with its PNG inline and a link per file; reading a link gives back the file."""
+    for tool, args, picture, data_file in picture_calls():
+        r = await client.call_tool(tool, args)
+        assert not r.is_error, r.content
+        images = [c for c in r.content if c.type == "image"]
+        links = {c.name: c for c in r.content if c.type == "resource_link"}
+        png = Path(r.structured_content[picture])
+        assert len(images) == 1 and png_size(base64.b64decode(images[0].data))[0] > 300, tool
+        for field in (picture, data_file) if data_file else (picture,):
+            path = Path(r.structured_content[field])
+            content = (await client.read_resource(links[path.name].uri)).contents[0]
+            got = base64.b64decode(content.blob) if getattr(content, "blob", None) else content.text.encode()
+            assert got == path.read_bytes(), (tool, field)
+        assert base64.b64decode(images[0].data) == png.read_bytes()
+
+
 async def test_stdio_subprocess_lists_calls_and_survives_errors(tmp_path) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "server", "serve"], cwd=str(REPO),
@@ -50,23 +101,28 @@ async def test_stdio_subprocess_lists_calls_and_survives_errors(tmp_path) -> Non
         await _exercise(client)
         resources = (await client.list_resources()).resources
         assert any(str(r.uri).startswith("sample://") for r in resources)
+        await _pictures_and_files(client)
+        assert {p.name for p in (await client.list_prompts()).prompts} == {"eo", "nid", "dti", "qa", "graph"}
 
 
 @pytest.fixture(scope="module")
-def http_server():
+def http_server(tmp_path_factory):
     port = free_port()
-    proc = start_http_server(port, server_env(RESEARCH_MCP_TOKEN=TOKEN))
+    out = tmp_path_factory.mktemp("http-out")
+    proc = start_http_server(port, server_env(RESEARCH_MCP_TOKEN=TOKEN, RESEARCH_MCP_OUTPUT_DIR=str(out)))
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     proc.wait(timeout=10)
 
 
 async def test_http_with_the_right_token(http_server) -> None:
+    # The SDK client refuses one streamed event over 1 MiB by default; a 1.2 MB GeoTIFF read is 1.6 MB of base64.
     async with (
         create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
-        Client(streamable_http_client(http_server, http_client=http)) as client,
+        Client(streamable_http_client(http_server, http_client=http, max_sse_event_size=16 << 20)) as client,
     ):
         await _exercise(client)
+        await _pictures_and_files(client)
 
 
 def test_http_refuses_a_wrong_or_missing_token(http_server) -> None:
@@ -135,13 +191,62 @@ def test_cli_tools_and_call() -> None:
     assert bad.returncode == 1 and "integer" in bad.stderr and "Traceback" not in bad.stderr
 
 
-@pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
-def test_mcp_inspector_cli_lists_the_tools() -> None:
-    proc = subprocess.run(
-        ["npx", "-y", "@modelcontextprotocol/inspector", "--cli", sys.executable, "-m", "server", "serve",
-         "--method", "tools/list"],
-        cwd=REPO, env=server_env(), capture_output=True, text=True, timeout=400,
-    )
+def inspector(*args: str, target: list[str] | None = None, env: dict[str, str] | None = None,
+              ) -> subprocess.CompletedProcess[str]:
+    """One MCP Inspector CLI call: over stdio to a fresh `serve` process, or to `target` (a URL and headers)."""
+    server = target or [sys.executable, "-m", "server", "serve"]
+    return subprocess.run(["npx", "-y", INSPECTOR, "--cli", *server, *args], cwd=REPO, env=env or server_env(),
+                          capture_output=True, text=True, timeout=400)
+
+
+needs_npx = pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js) is not installed")
+
+
+@needs_npx
+def test_mcp_inspector_cli_lists_portable_tools_and_the_prompts() -> None:
+    proc = inspector("--method", "tools/list", "--strict")
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the lint prints "Schema portability: N errors, M warnings" (and each finding, with --strict) when it finds any
+    assert "Schema portability" not in proc.stderr and "type-union" not in proc.stderr, proc.stderr[-3000:]
     names = {t["name"] for t in json.loads(proc.stdout)["tools"]}
     assert {"graph_solve", "graph_generate"} <= names
+    prompts = inspector("--method", "prompts/get", "--prompt-name", "eo", "--prompt-args", f"scene={L8}",
+                        "product=NDVI")
+    assert prompts.returncode == 0, prompts.stderr[-2000:]
+    assert json.dumps({"scene": L8, "index": "NDVI"}) in json.loads(prompts.stdout)["messages"][0]["content"]["text"]
+
+
+@needs_npx
+def test_mcp_inspector_cli_gets_the_quicklook_inline_and_reads_the_geotiff_back(tmp_path) -> None:
+    env = server_env(RESEARCH_MCP_OUTPUT_DIR=str(tmp_path / "out"))
+    call = inspector("--method", "tools/call", "--tool-name", "eo_spectral_index", "--tool-arg", f"scene={L8}",
+                     "index=NDVI", env=env)
+    assert call.returncode == 0, call.stderr[-2000:]
+    result = json.loads(call.stdout)
+    image = next(c for c in result["content"] if c["type"] == "image")
+    assert image["mimeType"] == "image/png" and png_size(base64.b64decode(image["data"]))[0] > 300
+    tif = Path(result["structuredContent"]["output"])
+    link = next(c for c in result["content"] if c["type"] == "resource_link" and c["name"] == tif.name)
+    assert link["mimeType"] == "image/tiff" and link["size"] == tif.stat().st_size
+    # another server process (as another worker would) reads the file by its URI
+    read = inspector("--method", "resources/read", "--uri", link["uri"], env=env)
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert base64.b64decode(json.loads(read.stdout)["contents"][0]["blob"]) == tif.read_bytes()
+    refused = inspector("--method", "resources/read", "--uri", "output://%2E%2E/%2E%2E/etc/passwd", env=env)
+    assert refused.returncode != 0 and "steps out of the output folder" in refused.stdout + refused.stderr
+
+
+@needs_npx
+def test_mcp_inspector_cli_over_http_draws_a_graph_and_reads_it_back(http_server) -> None:
+    target = ["--transport", "http", "--server-url", http_server, "--header", f"Authorization: Bearer {TOKEN}"]
+    call = inspector("--method", "tools/call", "--tool-name", "graph_solve", "--tool-arg", "task=shortest_path",
+                     'graph={"edges": [[0, 1], [1, 2], [2, 3], [0, 4], [4, 3]]}', "source=0", "target=3",
+                     target=target)
+    assert call.returncode == 0, call.stderr[-2000:]
+    result = json.loads(call.stdout)
+    assert result["structuredContent"]["answer"] == [0, 4, 3]
+    image = next(c for c in result["content"] if c["type"] == "image")
+    link = next(c for c in result["content"] if c["type"] == "resource_link")
+    read = inspector("--method", "resources/read", "--uri", link["uri"], target=target)
+    assert read.returncode == 0, read.stderr[-2000:]
+    assert base64.b64decode(json.loads(read.stdout)["contents"][0]["blob"]) == base64.b64decode(image["data"])

@@ -1,10 +1,10 @@
 """Where tools may read and write: the configured roots, the bundled samples, the output folder.
 
-Inputs are given as a path inside a root or as a `sample://<family>/<file>` URI; anything else is
-refused. Outputs go under the output folder, never elsewhere. The output folder is swept by age
-(`RESEARCH_MCP_OUTPUT_RETENTION_DAYS`) and total size (`RESEARCH_MCP_OUTPUT_QUOTA_MB`), oldest files
-first, and only when research-mcp created the folder (it holds a `.research-mcp-output` marker), so a
-folder of someone else's files is never pruned.
+Inputs are given as a path inside a root, as a `sample://<family>/<file>` URI, or as the `output://<file>`
+URI of a file a tool wrote; anything else is refused. Outputs go under the output folder, never elsewhere.
+The output folder is swept by age (`RESEARCH_MCP_OUTPUT_RETENTION_DAYS`) and total size
+(`RESEARCH_MCP_OUTPUT_QUOTA_MB`), oldest files first, and only when research-mcp created the folder (it
+holds a `.research-mcp-output` marker), so a folder of someone else's files is never pruned.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import re
 import threading
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from tools.settings import get_settings
 
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample_data"
 SAMPLE_SCHEME = "sample://"
+OUTPUT_SCHEME = "output://"
 MAX_PATH_CHARS = 4096
 MARKER = ".research-mcp-output"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -80,6 +82,8 @@ def resolve_input(path: str | Path, *, must_exist: bool = True) -> Path:
         raise NotFound("An empty path was given.", hint="Pass a file path inside the roots or a sample:// URI.")
     if text.startswith(SAMPLE_SCHEME):
         return sample_path(text[len(SAMPLE_SCHEME) :])
+    if text.startswith(OUTPUT_SCHEME):
+        return output_file(text[len(OUTPUT_SCHEME) :])
     try:
         p = Path(text).expanduser()
         if not p.is_absolute():
@@ -96,6 +100,40 @@ def resolve_input(path: str | Path, *, must_exist: bool = True) -> Path:
         )
     if must_exist and not p.exists():
         raise NotFound(f"{text!r} does not exist.", hint="Check the path; relative paths start at the server's folder.")
+    return p
+
+
+def output_uri(path: Path) -> str:
+    """The `output://` URI of a file under the output folder (its path relative to the folder, %-encoded)."""
+    rel = path.resolve().relative_to(output_dir()).as_posix()
+    return OUTPUT_SCHEME + urllib.parse.quote(rel, safe="/")
+
+
+def output_file(relative: str) -> Path:
+    """The finished file `relative` (as written after `output://`, %-encoded or not) inside the output folder.
+
+    Refused, with the reason: an absolute path, a `..` step, a hidden name (unfinished `.partial` outputs among
+    them), anything that resolves outside the output folder (a symbolic link included), and a folder.
+    """
+    text = check_path_text(urllib.parse.unquote(check_path_text(relative)))
+    shown = f"{OUTPUT_SCHEME}{relative[:120]}"
+    fix = "Use an output:// URI exactly as a tool result gave it (a file name inside the output folder)."
+    parts = text.replace("\\", "/").split("/")
+    if not text or text.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", text):
+        raise AccessDenied(f"{shown} names an absolute path; output URIs name files inside the output folder.",
+                           hint=fix)
+    if ".." in parts:
+        raise AccessDenied(f"{shown} steps out of the output folder with '..'.", hint=fix)
+    if any(p.startswith(".") for p in parts if p):
+        raise AccessDenied(f"{shown} names a hidden file (an unfinished output or the folder's marker).", hint=fix)
+    root = output_dir()
+    p = (root / text).resolve()
+    if not p.is_relative_to(root):
+        raise AccessDenied(f"{shown} resolves outside the output folder (through a symbolic link).", hint=fix)
+    if not p.is_file():
+        what = "is a folder" if p.is_dir() else "does not exist (it may have been removed by the retention sweep)"
+        raise NotFound(f"{shown} {what}.", hint="Call the tool again to write a fresh output, then use the URI its "
+                       "result gives.")
     return p
 
 

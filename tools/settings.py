@@ -113,6 +113,12 @@ class Settings(BaseSettings):
         1_000_000, description="Most JSON values (list items, object members) in one call's arguments."
     )
     max_result_chars: int = Field(200_000, description="Largest tool result text; bigger results go to files.")
+    inline_images: bool = Field(
+        True, description="Tool results also carry their PNG pictures as MCP image content (files are written anyway)."
+    )
+    max_resource_mb: float = Field(
+        8.0, gt=0, description="Largest output file resources/read returns (output://...); larger ones are refused."
+    )
     llm: LLMSettings = Field(default_factory=LLMSettings)
     graph: GraphLimits = Field(default_factory=GraphLimits)
     eo: EOLimits = Field(default_factory=EOLimits)

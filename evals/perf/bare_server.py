@@ -21,9 +21,10 @@ def graph_solve(
     source: catalog.SourceArg = None,
     target: catalog.TargetArg = None,
     node: catalog.NodeArg = None,
+    draw: bool = True,
 ) -> catalog.Solved:
     """Solve a graph task exactly and return the answer with a witness."""
-    return catalog.graph_solve(task, graph, text, text_format, path, directed, source, target, node)
+    return catalog.graph_solve(task, graph, text, text_format, path, directed, source, target, node, draw)
 
 
 def build() -> MCPServer:

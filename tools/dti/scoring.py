@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -367,6 +368,8 @@ class ScreenResult(BaseModel):
         "(InChIKeys are computed for the hits only: see hits_csv)."
     )
     rejected_csv: str | None = Field(None, description="CSV of the rejected records with reasons.")
+    hits_png: str | None = Field(None, description="PNG grid of the top 8 hits, the atoms that drive each score "
+                                 "highlighted (red: supports binding, blue: against).")
     partitions: int = Field(description="Partitions the library was streamed in (one Dask task each).")
     distributed: bool = Field(description="Whether the partitions ran on a Dask cluster (else in this process).")
     seconds: float
@@ -384,8 +387,8 @@ def dti_screen(
 ) -> ScreenResult:
     """Screen a molecule library of any size against one target on Dask: score, rank, write the top-k.
 
-    Returns the top 20 (one hit per InChIKey), hits CSV/SDF, a Parquet of all scores and rejected records. Bounded
-    by max_screen_rows.
+    Returns the top 20 (one hit per InChIKey), hits CSV/SDF, a PNG grid of the top 8 with the atoms that drive each
+    score, a Parquet of all scores and rejected records. Bounded by max_screen_rows.
     """
     from tools.dti.library import library_kind, screen_library
     from tools.execution import will_distribute
@@ -418,6 +421,7 @@ def dti_screen(
         with atomic_output(sdf_path) as tmp:
             write_sdf_file(tmp, [(h.id, h.smiles, {"rank": h.rank, "score": h.score, "ids": ";".join(h.ids),
                                                    "inchikey": h.inchikey or ""}) for h in hits])
+    png_path = hit_grid(hits[:GRID_HITS], seq, model) if hits else None
     secs = time.time() - t0
     return ScreenResult(
         model=model,
@@ -429,11 +433,26 @@ def dti_screen(
         hits_sdf=str(sdf_path) if sdf_path else None,
         scores_parquet=str(summary.scores_parquet),
         rejected_csv=str(summary.rejected_csv) if summary.rejected_csv else None,
+        hits_png=str(png_path) if png_path else None,
         partitions=summary.partitions,
         distributed=will_distribute(summary.partitions),
         seconds=round(secs, 3),
         molecules_per_second=round(summary.records / max(secs, 1e-9), 1),
     )
+
+
+GRID_HITS = 8
+
+
+def hit_grid(hits: list[Hit], seq: str, model: str) -> Path:
+    """A PNG grid of `hits`, each molecule with the atoms that drive its score highlighted (bit occlusion)."""
+    from tools.dti.depiction import draw_grid
+    from tools.dti.occlusion import occlude
+
+    found = [occlude(h.smiles, seq, model) for h in hits]
+    legends = [f"#{h.rank} {h.id[:18]}  {h.score:.3f}" for h in hits]
+    return draw_grid([o.mol for o in found], [o.weights for o in found], legends,
+                     output_path("dti_screen_hits", ".png"))
 
 
 # ------------------------------------------------------------------ dti_explain
@@ -457,6 +476,7 @@ class ExplainResult(BaseModel):
     )
     top_atoms: list[int]
     svg: str | None = Field(None, description="SVG drawing with atoms coloured by contribution.")
+    png: str | None = Field(None, description="PNG of the same drawing.")
 
 
 def dti_explain(
@@ -464,87 +484,35 @@ def dti_explain(
     protein: Annotated[str, Field(description="Protein sequence.")],
     model: ModelName = DEFAULT_MODEL,
     top_bits: Annotated[int, Field(ge=1, le=100)] = 10,
-    draw: Annotated[bool, Field(description="Also draw an SVG coloured by atom.")] = True,
+    draw: Annotated[bool, Field(description="Also draw it, atoms coloured by contribution (PNG, SVG).")] = True,
 ) -> ExplainResult:
     """Explain a drug-target score: the ECFP4 bits and atoms that drive it (bit occlusion).
 
-    Returns ranked bits, per-atom weights and an SVG.
+    Returns ranked bits, per-atom weights, and the molecule drawn with those atoms highlighted (PNG and SVG).
     """
-    import numpy as np
-    import torch
-    from rdkit import Chem
-
-    from tools.dti.features import drug_features, ecfp_bit_atoms, stack_drugs
-    from tools.dti.train import _inputs, blend_block, embed_table, library_neighbourhood, protein_table
-    from tools.dti.views import add_views
+    from tools.dti.occlusion import occlude
 
     parsed, err = try_parse_smiles(smiles)
     if parsed is None:
         raise InvalidInput(err or "Invalid SMILES.")
     seq = check_protein(protein)
-    net, _ = load_model(model)
-    mol = Chem.MolFromSmiles(parsed.smiles)
-    info = ecfp_bit_atoms(mol)
-    feats = drug_features(parsed.smiles)
-    bits = [int(b) for b in feats.ecfp_on]
-    table = stack_drugs([feats] * (len(bits) + 1))
-    for k, b in enumerate(bits, start=1):
-        table["ecfp"][k, b] = 0.0
-    if net.boost is not None:  # the other views are the molecule's own: only its ECFP4 bits are ablated
-        for key, row in add_views({}, net.boost.views, mols=[mol]).items():
-            table.setdefault(key, np.repeat(row, len(bits) + 1, axis=0))
-    pvec = embed_table(net, protein_table([seq]), net.protein_modalities)
-    with torch.no_grad():
-        dvec = net.fuse(net.embed(_inputs(torch, table, np.arange(len(bits) + 1)), net.drug_modalities))
-        nbr = library_neighbourhood(net, table["ecfp"], [parsed.smiles] * len(dvec), seq)
-        probs = blend_block(net, net.interaction_logit(dvec, pvec.expand(len(dvec), -1), nbr), table, seq, nbr)
-    base = float(probs[0])
-    deltas = base - probs[1:]
-    weights = np.zeros(mol.GetNumAtoms())
-    contribs = []
-    for b, dlt in zip(bits, deltas, strict=True):
-        envs = info.get(b, [])
-        atoms: set[int] = set()
-        sub = None
-        for centre, radius in envs:
-            env = Chem.FindAtomEnvironmentOfRadiusN(mol, radius, centre)
-            amap: dict[int, int] = {}
-            sm = Chem.PathToSubmol(mol, env, atomMap=amap) if env else None
-            env_atoms = set(amap) if env else {centre}
-            if sub is None:
-                sub = (
-                    Chem.MolToSmiles(sm)
-                    if sm is not None and sm.GetNumAtoms()
-                    else mol.GetAtomWithIdx(centre).GetSymbol()
-                )
-            atoms |= env_atoms
-        for a in atoms:
-            weights[a] += dlt / max(1, len(atoms))
-        contribs.append(BitContribution(bit=b, delta=round(float(dlt), 6), atoms=sorted(atoms), substructure=sub))
-    contribs.sort(key=lambda c: -abs(c.delta))
-    svg_path = None
+    load_model(model)
+    occ = occlude(parsed.smiles, seq, model)
+    svg_path = png_path = None
     if draw:
-        from rdkit.Chem.Draw import rdMolDraw2D
+        from tools.dti.depiction import draw_png, draw_svg
 
-        d2 = rdMolDraw2D.MolDraw2DSVG(420, 320)
-        scale = float(np.abs(weights).max()) or 1.0
-        colours = {
-            i: ((1.0, 1 - w / scale, 1 - w / scale) if w > 0 else (1 + w / scale, 1 + w / scale, 1.0))
-            for i, w in enumerate(weights)
-            if abs(w) > 0.05 * scale
-        }
-        d2.DrawMolecule(mol, highlightAtoms=list(colours), highlightAtomColors=colours, highlightBonds=[])
-        d2.FinishDrawing()
-        from tools.atomic import write_text
-
-        p = write_text(output_path("dti_explain", ".svg"), d2.GetDrawingText())
-        svg_path = str(p)
+        svg_path = str(draw_svg(occ.mol, occ.weights, output_path("dti_explain", ".svg")))
+        png_path = str(draw_png(occ.mol, occ.weights, f"score {occ.score:.3f} under {model} (red: supports "
+                                "binding, blue: against)", output_path("dti_explain", ".png")))
     return ExplainResult(
         model=model,
         smiles=parsed.smiles,
-        score=base,
-        bits=contribs[:top_bits],
-        atom_weights=[round(float(w), 6) for w in weights],
-        top_atoms=[int(i) for i in np.argsort(-weights)[:5]],
+        score=occ.score,
+        bits=[BitContribution(bit=e.bit, delta=e.delta, atoms=e.atoms, substructure=e.substructure)
+              for e in occ.bits[:top_bits]],
+        atom_weights=[round(float(w), 6) for w in occ.weights],
+        top_atoms=occ.top_atoms[:5],
         svg=svg_path,
+        png=png_path,
     )

@@ -70,11 +70,20 @@ def load_scene(scene: str | list[str], product: str | None = None) -> Any:
     return open_scene(scene, product)
 
 
-def draw_quicklook(path: Path, draw: bool, cmap: str, title: str, label: str | None = None) -> str | None:
-    """The PNG quicklook path of the raster at `path` when `draw`, else None."""
+def scene_caption(scene: Any) -> str:
+    """The scene's name, platform and acquisition date, for a picture's caption."""
+    parts = [scene.scene_id or scene.root.name, scene.platform.replace("_", " ").title(), scene.acquired]
+    return " · ".join(p for p in parts if p)
+
+
+def draw_quicklook(path: Path, draw: bool, cmap: str, title: str, label: str | None = None,
+                   scene: Any = None) -> str | None:
+    """The PNG quicklook path of the raster at `path` when `draw` (captioned with `scene`'s name and date), else
+    None."""
     if not draw:
         return None
     from tools.eo.quicklook import render
 
-    return str(render(path, title=title, cmap=cmap, label=label))
+    caption = scene_caption(scene) if scene is not None else None
+    return str(render(path, title=title, cmap=cmap, label=label, caption=caption))
 

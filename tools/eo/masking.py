@@ -117,7 +117,8 @@ def eo_cloud_mask(
         path = writer.close()
     finally:
         ins.close()
-    return MaskResult(output=str(path), quicklook=draw_quicklook(path, quicklook, "Greys", "mask (1 = flagged)"),
+    return MaskResult(output=str(path), quicklook=draw_quicklook(path, quicklook, "Greys", "mask (1 = flagged)",
+                                                                  scene=sc),
                       flagged_fraction=flagged_total / data_total,
                       class_fractions={k: v / data_total for k, v in counts.items()}, data_pixels=data_total,
                       combine=combine)

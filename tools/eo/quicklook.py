@@ -6,18 +6,22 @@ from pathlib import Path
 
 import numpy as np
 
-from tools.atomic import atomic_output
 from tools.eo.rasters import open_raster
 from tools.errors import InvalidInput
 from tools.paths import output_path
 
 
 def render(path: Path, title: str | None = None, cmap: str = "viridis", vmin: float | None = None,
-           vmax: float | None = None, band: int = 1, max_size: int = 1024, label: str | None = None) -> Path:
-    """Write a PNG of `band` of the raster at `path` and return its path."""
-    import matplotlib
+           vmax: float | None = None, band: int = 1, max_size: int = 1024, label: str | None = None,
+           caption: str | None = None) -> Path:
+    """Write a PNG of `band` of the raster at `path` and return its path.
+
+    The title names the quantity, `caption` (a second line) the scene and its date; the colour bar spans the 2nd
+    to 98th percentile unless `vmin`/`vmax` are given. The picture is at most about 800 x 700 pixels.
+    """
     from matplotlib import colormaps
-    from matplotlib.figure import Figure
+
+    from tools.figures import figure, save_png
 
     if cmap not in colormaps:
         raise InvalidInput(f"Unknown colormap {cmap!r}.", hint="Use a matplotlib name: viridis, RdYlGn, inferno...")
@@ -36,17 +40,14 @@ def render(path: Path, title: str | None = None, cmap: str = "viridis", vmin: fl
     hi = float(np.percentile(a[ok], 98)) if vmax is None else vmax
     if hi <= lo:
         hi = lo + 1e-9
-    matplotlib.rcParams["figure.max_open_warning"] = 0
-    fig = Figure(figsize=(7, 6), dpi=110)
+    fig = figure(7, 6)
     ax = fig.add_subplot(1, 1, 1)
     im = ax.imshow(np.ma.masked_invalid(a), cmap=cmap, vmin=lo, vmax=hi, interpolation="nearest")
-    ax.set_title(title or desc or path.stem, fontsize=10)
+    heading = title or desc or path.stem
+    ax.set_title(f"{heading}\n{caption}" if caption else heading, fontsize=10)
     ax.set_xticks([])
     ax.set_yticks([])
     cb = fig.colorbar(im, ax=ax, shrink=0.85)
     if units:
         cb.set_label(units)
-    out = output_path(f"{path.stem}-quicklook", ".png")
-    with atomic_output(out) as tmp:
-        fig.savefig(tmp, bbox_inches="tight")
-    return out
+    return save_png(fig, output_path(f"{path.stem}-quicklook", ".png"))

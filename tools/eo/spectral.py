@@ -48,7 +48,7 @@ def eo_spectral_index(
         info.application_domain, "viridis")
     return RasterResult(
         output=str(product.path),
-        quicklook=draw_quicklook(product.path, quicklook, cmap, f"{pl.name} ({info.long_name})"),
+        quicklook=draw_quicklook(product.path, quicklook, cmap, f"{pl.name} ({info.long_name})", scene=sc),
         quantity=pl.name, units="index", method=f"{info.formula} ({info.reference})", stats=stats_model(product.stats),
         inputs=product.files, calibration=product.formulas, parameters=dict(pl.params), width=product.grid.width,
         height=product.grid.height, crs=crs_name(product.grid), notes=product.notes,

@@ -127,7 +127,7 @@ def eo_land_surface_temperature(
         how = ("Split-window, Jimenez-Munoz et al. 2014 (IEEE GRSL 11:1840); band emissivities by NDVI-THM with "
                "soil/vegetation values of Yu et al. 2014 (Remote Sens. 6:9829)")
     return RasterResult(
-        output=str(prod.path), quicklook=draw_quicklook(prod.path, quicklook, "inferno", f"LST ({m})", "K"),
+        output=str(prod.path), quicklook=draw_quicklook(prod.path, quicklook, "inferno", f"LST ({m})", "K", scene=sc),
         quantity="land_surface_temperature", units="K", method=how, stats=stats_model(prod.stats), inputs=prod.files,
         calibration=prod.formulas, parameters=params, width=prod.grid.width, height=prod.grid.height,
         crs=crs_name(prod.grid), notes=prod.notes + extra_notes,

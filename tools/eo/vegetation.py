@@ -73,7 +73,8 @@ def eo_vegetation_parameters(
                                  lambda a: geo.fvc(a["v"], lo, hi, how_m), "FVC", progress, cog=cog, units="fraction")
         how = ("FVC = (NDVI - NDVIs)/(NDVIv - NDVIs) (Gutman & Ignatov 1998)" if how_m == "linear" else
                "FVC = ((NDVI - NDVIs)/(NDVIv - NDVIs))^2 (Carlson & Ripley 1997)")
-        return RasterResult(output=str(path), quicklook=draw_quicklook(path, quicklook, "YlGn", "FVC", "fraction"),
+        picture = draw_quicklook(path, quicklook, "YlGn", "FVC", "fraction", scene=sc)
+        return RasterResult(output=str(path), quicklook=picture,
                             quantity="fvc", units="fraction", method=how, stats=stats_model(stats),
                             inputs=ndvi_prod.files, calibration=ndvi_prod.formulas, parameters=params,
                             width=grid.width, height=grid.height, crs=crs_name(grid), notes=ndvi_prod.notes)
@@ -112,7 +113,7 @@ def eo_vegetation_parameters(
         raise InvalidInput(f"Unknown parameter {parameter!r}.", hint="Use fvc, lai or albedo.")
     return RasterResult(
         output=str(prod.path), quicklook=draw_quicklook(prod.path, quicklook, "YlGn" if parameter == "lai" else "gray",
-                                                parameter.upper(), units),
+                                                parameter.upper(), units, scene=sc),
         quantity=parameter, units=units, method=how, stats=stats_model(prod.stats), inputs=prod.files,
         calibration=prod.formulas, parameters=params, width=prod.grid.width, height=prod.grid.height,
         crs=crs_name(prod.grid), notes=prod.notes + notes,

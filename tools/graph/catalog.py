@@ -141,6 +141,8 @@ class Solved(BaseModel):
     random_baseline: float = Field(description="Chance that a uniform random guess is right on this instance.")
     random_baseline_method: str = Field(description="'exact', or how the baseline was estimated (BFS orders past "
                                                     "7 nodes, topological orders past 12 nodes).")
+    drawing: str | None = Field(None, description="PNG of the graph with the witness highlighted (graphs of up to "
+                                "60 nodes and 300 edges).")
 
 
 class Checked(BaseModel):
@@ -306,6 +308,7 @@ def graph_solve(
     source: SourceArg = None,
     target: TargetArg = None,
     node: NodeArg = None,
+    draw: Annotated[bool, Field(description="Also draw the graph with the witness highlighted (PNG).")] = True,
     progress: Progress | None = None,
 ) -> Solved:
     """Solve a graph task exactly: the answer, a witness (path, cycle, matching, cut...) and a random baseline.
@@ -319,8 +322,18 @@ def graph_solve(
     sol = solve(t, G, p, progress)
     witness = sol.witness if isinstance(sol.witness, dict) else None
     baseline, method = random_baseline_info(t, G, p, sol, progress)
-    return Solved(task=t.key, answer=sol.answer, answer_text=answer_text(t, sol, "adjacency_set"), witness=witness,
-                  explanation=sol.explanation[:4000], random_baseline=baseline, random_baseline_method=method)
+    text_answer = answer_text(t, sol, "adjacency_set")
+    picture = None
+    if draw:
+        from tools.graph import drawing
+
+        if drawing.readable(G):
+            hl = drawing.highlight(t.key, G, sol.answer, witness, p)
+            picture = str(drawing.draw(G, hl, f"{t.title}: {text_answer[:80]}", output_path(f"graph_{t.key}", ".png"),
+                                       task=t.key))
+    return Solved(task=t.key, answer=sol.answer, answer_text=text_answer, witness=witness,
+                  explanation=sol.explanation[:4000], random_baseline=baseline, random_baseline_method=method,
+                  drawing=picture)
 
 
 def graph_check_answer(

@@ -141,3 +141,4 @@ class NoiseFitResult(BaseModel):
         description="argmin_c of (T/c)(alpha c^beta + task noise per chunk), when task noise > 0 and beta > 1.")
     rows: list[FitRow]
     notes: list[str] = Field(default_factory=list)
+    plot_png: str | None = Field(None, description="PNG: accuracy against length, measured and fitted.")

@@ -169,11 +169,12 @@ def longctx_fit_noise(
     target_tokens: Annotated[int | None, Field(gt=0, description="Length to judge at; default: the longest.")] = None,
     trivial_loss: Annotated[float, Field(gt=0, description="Single-shot loss that is good enough (0.05: about "
                                          "95% accuracy).")] = TRIVIAL_LOSS,
+    plot: bool = True,
 ) -> NoiseFitResult:
     """Say whether to chunk: fit the noise model to accuracies measured at several lengths.
 
     Returns the regime at the target length (trivial: read whole; brain_fog: chunk; silo: don't), the crossover
-    length and the best chunk size. No model calls.
+    length, the best chunk size and a plot of accuracy against length. No model calls.
     """
     lim = get_settings().longctx.max_measurements
     if len(single_shot) > lim or len(chunked) > lim:
@@ -226,7 +227,7 @@ def longctx_fit_noise(
             best_c = best_chunk_for_noise(law.alpha, law.beta, task_pc)
     regime = name_regime(law, single_at, chunked_at, (model_pc or 0.0) * math.ceil(target / ref) if ref else None,
                          trivial_loss)
-    return NoiseFitResult(
+    fit = NoiseFitResult(
         alpha=law.alpha if law else None, beta=law.beta if law else None, r2=law.r2 if law else None,
         per_chunk_loss=cfit.per_chunk_loss if cfit else None, aggregator_loss=cfit.agg_loss if cfit else None,
         reference_chunk_tokens=ref, model_noise_per_chunk=model_pc, task_noise_per_chunk=task_pc,
@@ -236,3 +237,9 @@ def longctx_fit_noise(
         regime=regime.name, explanation=regime.explanation, crossover_tokens=crossover,
         predicted_best_chunk_tokens=best_c, rows=rows, notes=notes,
     )
+    if plot:
+        from tools.longctx.plots import fit_plot
+        from tools.paths import output_path
+
+        fit.plot_png = str(fit_plot(fit, single_shot, chunked, output_path("longctx_noise_fit", ".png")))
+    return fit

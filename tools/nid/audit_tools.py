@@ -26,6 +26,8 @@ class AuditOutput(BaseModel):
     delta: float
     p_value_at_eps_zero: float
     neighbouring: str
+    plot_png: str | None = Field(None, description="PNG: score histograms of NIDs (members) vs GIDs (stand-ins) "
+                                 "and the ROC of telling them apart.")
 
 
 def _load_features(scores_path: str | None, scores: list[list[float]] | None, score: str):
@@ -74,6 +76,7 @@ def nid_dp_audit(
     delta: Annotated[float, Field(description="Of the (eps, delta)-DP claim audited.")] = 0.0,
     guesses: Annotated[int | None, Field(description="Binary: guess on this many largest-gap pairs; default: "
                                          "all.")] = None,
+    plot: bool = True,
 ) -> AuditOutput:
     """Lower-bound a trained model's DP eps from one run, with NIDs as canaries (no retraining).
 
@@ -104,10 +107,18 @@ def nid_dp_audit(
             raise InvalidInput(f"r must satisfy 1 <= r < c; got r = {r}, c = {cc}.",
                                hint="Use r = 1 (the NID must rank first).")
         res = rank_audit(table, r=r, alpha=alpha, delta=delta)
+    png = None
+    if plot:
+        from tools.nid.plots import audit_plot
+
+        bound = res.eps_lower_bound
+        png = str(audit_plot(table[:, 0], table[:, 1:cc], output_path("nid_audit", ".png"),
+                             title=f"DP audit ({res.mode}, score {score}, {n} NIDs x {cc} candidates): "
+                                   f"eps >= {bound:.3g} at alpha {alpha:g}"))
     return AuditOutput(eps_lower_bound=res.eps_lower_bound if math.isfinite(res.eps_lower_bound) else 1e9,
                        mode=res.mode, n_nids=n, guesses=res.guesses, correct=res.correct, candidates_per_nid=cc, r=r,
                        alpha=alpha, delta=delta, p_value_at_eps_zero=res.p_value_at_zero,
-                       neighbouring="replace one candidate text by another (substitution)")
+                       neighbouring="replace one candidate text by another (substitution)", plot_png=png)
 
 
 # ---------------------------------------------------------------------------------- dataset inference

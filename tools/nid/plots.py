@@ -1,4 +1,5 @@
-"""PNG figures: histograms of NID ranks among their GIDs and of membership scores, ROC curves of those scores."""
+"""PNG figures: histograms of NID ranks among their GIDs and of membership scores, ROC curves of those scores, and
+the audit's picture (members' and stand-ins' score histograms beside the ROC that separates them)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,57 @@ def _save(fig, out: Path) -> Path:
         fig.savefig(tmp)
     plt.close(fig)
     return out
+
+
+def roc_points(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The ROC of telling `pos` (members) from `neg` (stand-ins) by score, higher = member: (fpr, tpr, AUC).
+
+    Tied scores move both rates at once (a diagonal step), so the AUC counts a tie as half, as the Mann-Whitney U
+    statistic does. Non-finite scores rank lowest.
+    """
+    pos = np.nan_to_num(np.asarray(pos, dtype=float).ravel(), nan=-np.inf)
+    neg = np.nan_to_num(np.asarray(neg, dtype=float).ravel(), nan=-np.inf)
+    scores = np.r_[pos, neg]
+    labels = np.r_[np.ones(pos.size), np.zeros(neg.size)]
+    order = np.argsort(-scores, kind="stable")
+    scores, labels = scores[order], labels[order]
+    last_of_tie = np.r_[scores[1:] != scores[:-1], True]
+    tp = np.cumsum(labels)[last_of_tie]
+    fp = np.cumsum(1 - labels)[last_of_tie]
+    tpr = np.r_[0.0, tp / max(pos.size, 1)]
+    fpr = np.r_[0.0, fp / max(neg.size, 1)]
+    return fpr, tpr, float(np.trapezoid(tpr, fpr))
+
+
+def audit_plot(nid_scores: np.ndarray, gid_scores: np.ndarray, out: Path, *, title: str) -> Path:
+    """Two panels: density histograms of the NIDs' (members') and GIDs' (stand-ins') scores on shared bins, and
+    the ROC of telling them apart with its AUC (0.5: no sign of membership)."""
+    from tools.figures import figure, save_png
+
+    nids = np.asarray(nid_scores, dtype=float).ravel()
+    gids = np.asarray(gid_scores, dtype=float).ravel()
+    finite = np.r_[nids, gids]
+    finite = finite[np.isfinite(finite)]
+    fig = figure(9.6, 4.0)
+    left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    if finite.size:
+        lo, hi = float(finite.min()), float(finite.max())
+        bins = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
+        for label, v, colour in (("NIDs (members)", nids, "#d62728"), ("GIDs (stand-ins)", gids, "#1f77b4")):
+            ok = v[np.isfinite(v)]
+            if ok.size:
+                left.hist(ok, bins=bins, alpha=0.55, density=True, color=colour, label=f"{label}, n={ok.size}")
+    left.set_xlabel("membership score (higher = more member-like)")
+    left.set_ylabel("density")
+    left.legend(fontsize=8)
+    fpr, tpr, auc = roc_points(nids, gids)
+    right.plot(fpr, tpr, color="#d62728", linewidth=2, label=f"NIDs vs GIDs (AUC {auc:.3f})")
+    right.plot([0, 1], [0, 1], "k--", linewidth=1, label="chance")
+    right.set_xlim(0, 1)
+    right.set_ylim(0, 1.005)
+    right.set_xlabel("false positive rate")
+    right.set_ylabel("true positive rate")
+    right.legend(fontsize=8, loc="lower right")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_png(fig, out)
