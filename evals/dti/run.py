@@ -609,7 +609,8 @@ def plot(summary: list[dict], path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evals.dti.data import DRUGBAN_SETS, DTIAM_SETS, SHARED, SPLITS
+    from evals.dti.data import DRUGBAN_SETS, DTIAM_SETS, SPLITS
+    from evals.shared_data import shared_data_path
 
     ap = argparse.ArgumentParser(
         prog="python -m evals.dti", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -664,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--screen", type=int, default=0, help="Screening benchmark with N molecules (0 = skip).")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--data", type=Path, default=SHARED, help="Folder with dtiam/ and drugban/.")
+    ap.add_argument("--data", type=Path, default=shared_data_path("dti"), help="Folder with dtiam/ and drugban/.")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
         "--config",

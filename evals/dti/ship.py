@@ -209,14 +209,14 @@ def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evals.dti.data import SHARED
+    from evals.shared_data import shared_data_path
     from tools.dti.registry import WEIGHTS_DIR
 
     ap = argparse.ArgumentParser(prog="python -m evals.dti.ship")
     ap.add_argument("--models", nargs="*", default=list(PROTOCOLS), choices=list(PROTOCOLS))
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--data", type=Path, default=SHARED)
+    ap.add_argument("--data", type=Path, default=shared_data_path("dti"))
     ap.add_argument("--out-dir", type=Path, default=WEIGHTS_DIR)
     args = ap.parse_args(argv)
     import torch
