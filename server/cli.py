@@ -12,6 +12,12 @@ from typing import Any
 EVAL_HELP = "run a benchmark: research-mcp eval FAMILY [ARGS...] (e.g. graph --quick)"
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, not {text!r}")
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="research-mcp", description="An MCP tool server for research methods.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -19,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="serve the tools over MCP (stdio by default)")
     s.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
     s.add_argument("--host", default=None, help="HTTP host (default RESEARCH_MCP_HOST or 127.0.0.1)")
-    s.add_argument("--port", type=int, default=None, help="HTTP port (default RESEARCH_MCP_PORT or 8000)")
+    s.add_argument("--port", type=_port, default=None, help="HTTP port (default RESEARCH_MCP_PORT or 8000)")
     s.add_argument("--workers", type=int, default=1,
                    help="HTTP server processes on the one port (stateless; batch jobs go to one shared Dask cluster)")
 
@@ -74,8 +80,13 @@ def summary_line(description: str) -> str:
 
 def _load_arguments(text: str) -> dict[str, Any]:
     if text.startswith("@"):
-        with open(text[1:], encoding="utf-8") as fh:
-            text = fh.read()
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise SystemExit(f"research-mcp call: cannot read the arguments file {text[1:]!r} ({reason}). "
+                             "Give @PATH to a JSON file, or the JSON itself in quotes.") from None
     try:
         args = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -237,7 +248,8 @@ def _llm(argv: list[str]) -> int:
     return 2
 
 
-def _delegate(module: str, argv: list[str], what: str) -> int:
+def _delegate(module: str, argv: list[str], what: str, command: str) -> int:
+    """`module.main(argv)`; a missing or unreadable file and a `ResearchError` are one line and status 2."""
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -245,13 +257,45 @@ def _delegate(module: str, argv: list[str], what: str) -> int:
             print(f"research-mcp: no {what} named by {module!r}.", file=sys.stderr)
             return 2
         raise
-    return int(mod.main(argv) or 0)
+    from tools.errors import ResearchError
+
+    try:
+        return int(mod.main(argv) or 0)
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        print(f"research-mcp {command}: cannot use {exc.filename} ({exc.strerror}).", file=sys.stderr)
+    except ResearchError as exc:
+        print(f"research-mcp {command}: {exc}", file=sys.stderr)
+    return 2
+
+
+def _check_settings() -> None:
+    """Read the settings once, so that a malformed RESEARCH_MCP_* variable is one line, not a traceback."""
+    from pydantic import ValidationError
+
+    from tools.settings import get_settings
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        import tools.settings
+
+        model = getattr(tools.settings, exc.title, None)
+        prefix = model.model_config.get("env_prefix", "") if model is not None else "RESEARCH_MCP_"
+        problems = []
+        for e in exc.errors():
+            name = "__".join(str(p) for p in e["loc"]).upper()
+            name = name if name.startswith(("RESEARCH_MCP_", "OPENAI_")) else f"{prefix}{name}"
+            problems.append(f"{name}: {e['msg']} (got {e.get('input')!r})")
+        raise SystemExit(f"research-mcp: invalid setting in the environment: {'; '.join(problems)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _check_settings()
     if argv and argv[0] == "agent":  # REMAINDER does not take leading options (--resume, --workflow...)
-        return _delegate("agents.cli", argv[1:], "agent runner")
+        return _delegate("agents.cli", argv[1:], "agent runner", "agent")
     if argv and argv[0] == "llm":
         return _llm(argv[1:])
     args = _parser().parse_args(argv)
@@ -273,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"usage: research-mcp eval FAMILY [ARGS...]; families: {', '.join(family_names())}",
                   file=sys.stderr)
             return 2
-        return _delegate(f"evals.{args.rest[0]}.run", args.rest[1:], f"eval for family {args.rest[0]!r}")
+        return _delegate(f"evals.{args.rest[0]}.run", args.rest[1:], f"eval for family {args.rest[0]!r}", "eval")
     return 2
 
 

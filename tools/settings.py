@@ -72,7 +72,7 @@ class Settings(BaseSettings):
         "build each at its first call; false: build every tool at start-up.",
     )
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(8000, ge=1, le=65535)
     token: SecretStr | None = Field(None, description="Bearer token HTTP clients must send.")
     allowed_hosts: list[str] = Field(
         default_factory=list,

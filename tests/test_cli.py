@@ -1,0 +1,65 @@
+"""The `research-mcp` command's answers to bad input: one line that says what to fix, and a non-zero status."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server.cli import main
+from tests.conftest import server_env
+from tools.settings import get_settings
+
+
+def _one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+def test_an_arguments_file_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "server", "call", "graph_solve", "@missing.json"], cwd=tmp_path,
+                          env=server_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and proc.stdout == ""
+    line = _one_line(proc.stderr)
+    assert "'missing.json'" in line and "No such file or directory" in line
+    not_utf8 = tmp_path / "args.json"
+    not_utf8.write_bytes(b'{"task": "\xff"}')
+    for arg, reason in ((f"@{tmp_path}", "Is a directory"), (f"@{not_utf8}", "utf-8")):
+        with pytest.raises(SystemExit) as exc:
+            main(["call", "graph_solve", arg])
+        assert reason in _one_line(str(exc.value))
+
+
+def test_a_malformed_setting_names_its_variable(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("RESEARCH_MCP_GRAPH__MAX_NODES", "many")
+    monkeypatch.setenv("RESEARCH_MCP_PORT", "70000")
+    get_settings.cache_clear()  # as in a new process
+    with pytest.raises(SystemExit) as exc:
+        main(["tools"])
+    line = _one_line(str(exc.value))
+    assert "RESEARCH_MCP_GRAPH__MAX_NODES" in line and "'many'" in line
+    assert "RESEARCH_MCP_PORT" in line and "65535" in line
+    monkeypatch.delenv("RESEARCH_MCP_GRAPH__MAX_NODES")
+    monkeypatch.delenv("RESEARCH_MCP_PORT")
+    get_settings.cache_clear()
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--http", "--port", "70000"])
+    assert exc.value.code == 2
+    assert "1 to 65535" in capsys.readouterr().err
+
+
+def test_an_eval_given_a_missing_file_is_one_line(tmp_path: Path, capsys) -> None:
+    missing = tmp_path / "rows.csv"
+    assert main(["eval", "graph", "--from-rows", str(missing)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line == f"research-mcp eval: cannot use {missing} (No such file or directory)."
+
+
+def test_an_unknown_eval_is_one_line(capsys) -> None:
+    assert main(["eval", "nosuch"]) == 2
+    assert "nosuch" in _one_line(capsys.readouterr().err)
+
