@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-EVAL_HELP = "run a benchmark: research-mcp eval FAMILY [ARGS...] (e.g. graph --quick)"
+EVAL_HELP = "run a benchmark: research-mcp eval NAME [ARGS...] (e.g. graph --quick; research-mcp eval lists them)"
 
 
 def _port(text: str) -> int:
@@ -248,6 +248,18 @@ def _llm(argv: list[str]) -> int:
     return 2
 
 
+def eval_names() -> list[str]:
+    """Every eval: each `evals/<name>/` package with a `run` module (found without importing one)."""
+    import pkgutil
+    from importlib.util import find_spec
+
+    spec = find_spec("evals")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(info.name for info in pkgutil.iter_modules(spec.submodule_search_locations)
+                  if info.ispkg and find_spec(f"evals.{info.name}.run") is not None)
+
+
 def _delegate(module: str, argv: list[str], what: str, command: str) -> int:
     """`module.main(argv)`; a missing or unreadable file and a `ResearchError` are one line and status 2."""
     try:
@@ -312,11 +324,10 @@ def main(argv: list[str] | None = None) -> int:
         return _demo(args.family)
     if args.command == "eval":
         if not args.rest or args.rest[0].startswith("-"):
-            from server.registry import family_names
-
-            print(f"usage: research-mcp eval FAMILY [ARGS...]; families: {', '.join(family_names())}",
+            print(f"usage: research-mcp eval NAME [--quick] [ARGS...]; evals: {', '.join(eval_names())} "
+                  "(research-mcp eval NAME --help says what one measures; --quick runs its small variant)",
                   file=sys.stderr)
-            return 2
+            return 0 if args.rest and args.rest[0] in ("-h", "--help") else 2
         return _delegate(f"evals.{args.rest[0]}.run", args.rest[1:], f"eval for family {args.rest[0]!r}", "eval")
     return 2
 

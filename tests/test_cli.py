@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from server.cli import main
-from tests.conftest import server_env
+from tests.conftest import REPO, server_env
 from tools.settings import get_settings
 
 
@@ -63,3 +63,44 @@ def test_an_unknown_eval_is_one_line(capsys) -> None:
     assert main(["eval", "nosuch"]) == 2
     assert "nosuch" in _one_line(capsys.readouterr().err)
 
+
+
+def test_eval_lists_every_eval_and_each_has_a_quick_variant(capsys) -> None:
+    from server.cli import eval_names
+
+    on_disk = sorted(p.parent.name for p in (REPO / "evals").glob("*/run.py"))
+    assert {"agents", "perf", "dti", "eo", "graph", "longctx", "nid"} <= set(on_disk)
+    assert eval_names() == on_disk
+    assert main(["eval"]) == 2
+    assert f"evals: {', '.join(on_disk)}" in _one_line(capsys.readouterr().err)
+    for name in on_disk:
+        with pytest.raises(SystemExit) as exc:
+            main(["eval", name, "--help"])
+        assert exc.value.code == 0
+        assert "--quick" in capsys.readouterr().out, name
+
+
+def test_nid_bench_takes_quick(tmp_path: Path, monkeypatch) -> None:
+    import evals.nid.bench as bench
+    from evals.nid.run import main as nid_main
+
+    seen: dict[str, object] = {}
+    row = {"contexts": 1, "batched_s": 1.0, "loop_s": 2.0, "ratio": 2.0, "max_abs_diff": 0.0, "looped_contexts": 1,
+           "per_context_batched_ms": 1.0, "per_context_loop_ms": 2.0, "identifier_tokens": 1, "head_rows_ratio": 1.0}
+
+    def bytelm(out, **kw):
+        seen["byte_contexts"] = kw["contexts"]
+        return row
+
+    def gemma(**kw):
+        seen["datasets"], seen["loop_every"] = kw["datasets"], kw["loop_every"]
+        return {d: row for d in kw["datasets"]}
+
+    monkeypatch.setattr(bench, "bench_bytelm", bytelm)
+    monkeypatch.setattr(bench, "bench_gemma", gemma)
+    assert nid_main(["--bench", "--out", str(tmp_path / "full")]) == 0
+    full = dict(seen)
+    assert full == {"byte_contexts": 512, "datasets": bench.BENCH_DATASETS, "loop_every": 4}
+    assert nid_main(["--bench", "--quick", "--out", str(tmp_path / "quick")]) == 0
+    assert seen["byte_contexts"] < full["byte_contexts"] and len(seen["datasets"]) < len(full["datasets"])
+    assert seen["loop_every"] > full["loop_every"]  # the slow per-string loop on fewer contexts
