@@ -62,7 +62,8 @@ def _list_tools(as_json: bool) -> int:
 
     tools = anyio.run(fetch)
     if as_json:
-        print(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], indent=2))
+        _print_utf8(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], indent=2,
+                               ensure_ascii=False))
         return 0
     table = Table(title=f"research-mcp: {len(tools)} tools")
     table.add_column("tool", style="bold cyan", no_wrap=True)
@@ -121,14 +122,27 @@ def _call(tool: str, arguments: str) -> int:
 
     result = anyio.run(run)
     if result.is_error:
+        from rich.markup import escape
+
         text = " ".join(getattr(c, "text", "") for c in result.content)
-        err.print(f"[bold red]error[/] {text}")
+        err.print(f"[bold red]error[/] {escape(text)}", soft_wrap=True)
         return 1
     if result.structured_content is not None:
-        print(json.dumps(result.structured_content, indent=2, default=str))
+        _print_utf8(json.dumps(result.structured_content, indent=2, default=str, ensure_ascii=False))
     else:
-        print("\n".join(getattr(c, "text", str(c)) for c in result.content))
+        _print_utf8("\n".join(getattr(c, "text", str(c)) for c in result.content))
     return 0
+
+
+def _print_utf8(text: str) -> None:
+    """`text` on stdout as UTF-8, whatever the terminal's encoding."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    if encoding == "utf8" or not hasattr(sys.stdout, "buffer"):
+        print(text)
+        return
+    sys.stdout.flush()
+    sys.stdout.buffer.write((text + "\n").encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 def _brief(result: Any) -> str:

@@ -104,3 +104,42 @@ def test_nid_bench_takes_quick(tmp_path: Path, monkeypatch) -> None:
     assert nid_main(["--bench", "--quick", "--out", str(tmp_path / "quick")]) == 0
     assert seen["byte_contexts"] < full["byte_contexts"] and len(seen["datasets"]) < len(full["datasets"])
     assert seen["loop_every"] > full["loop_every"]  # the slow per-string loop on fewer contexts
+
+
+@pytest.mark.anyio
+async def test_unknown_names_get_the_closest_known_ones_and_the_tool_that_lists_them() -> None:
+    import re
+
+    from mcp import Client
+
+    from server.app import build_server
+    from tools.eo.discovery import eo_list_indices
+
+    async with Client(build_server(log_level="CRITICAL")) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        typo = await client.call_tool("graph_solv", {})
+        index = await client.call_tool("eo_spectral_index", {"scene": "sample://eo/landsat8_c1_l1t", "index": "NDVIX"})
+    text = typo.content[0].text
+    assert typo.is_error and "Unknown tool 'graph_solv'. Did you mean 'graph_solve'" in text
+    assert f"lists all {len(names)}" in text
+    text = index.content[0].text
+    assert index.is_error and "eo_list_indices" in text and "'NDVI'" in text and "  " not in text
+    size = eo_list_indices(limit=1).catalogue_size
+    documented = re.search(r"Search the (\d+) spectral indices", eo_list_indices.__doc__ or "")
+    assert f"Known: {size} names" in text and documented and int(documented.group(1)) == size
+
+
+def test_a_tool_error_is_one_line_with_its_kind(capsys) -> None:
+    assert main(["call", "graph_solve", '{"task": "diameter"}']) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("error Error executing tool graph_solve: [invalid_input] Give the graph exactly one way")
+    assert "  " not in line
+
+
+def test_results_print_as_utf8_whatever_the_terminal_encoding() -> None:
+    args = '{"path": "sample://longctx/alice_chapter1.txt", "chunk_tokens": 1000}'
+    proc = subprocess.run([sys.executable, "-m", "server", "call", "longctx_chunk", args], cwd=REPO,
+                          env=server_env(PYTHONIOENCODING="ascii"), capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = proc.stdout.decode("utf-8")
+    assert "\u201cI " in text and "\\u201c" not in text
