@@ -121,9 +121,9 @@ def _call(tool: str, arguments: str) -> int:
                 return await client.call_tool(tool, args, progress_callback=on_progress)
 
     result = anyio.run(run)
-    if result.is_error:
-        from rich.markup import escape
+    from rich.markup import escape
 
+    if result.is_error:
         text = " ".join(getattr(c, "text", "") for c in result.content)
         err.print(f"[bold red]error[/] {escape(text)}", soft_wrap=True)
         return 1
@@ -131,7 +131,22 @@ def _call(tool: str, arguments: str) -> int:
         _print_utf8(json.dumps(result.structured_content, indent=2, default=str, ensure_ascii=False))
     else:
         _print_utf8("\n".join(getattr(c, "text", str(c)) for c in result.content))
+    problem = _unusable(tool, result.structured_content)
+    if problem:
+        err.print(f"[bold red]nothing usable[/] {tool}: {escape(problem)}", soft_wrap=True, highlight=False)
+        return 1
     return 0
+
+
+def _unusable(tool: str, content: dict[str, Any] | None) -> str | None:
+    """Why the tool's result holds nothing usable, where its `ToolSpec` can tell."""
+    from server.registry import family_names, load_specs
+
+    family = tool.split("_")[0]
+    spec = next((s for s in load_specs([family]) if s.name == tool), None) if family in family_names() else None
+    if spec is None or spec.unusable is None or content is None:
+        return None
+    return spec.unusable(content)
 
 
 def _print_utf8(text: str) -> None:

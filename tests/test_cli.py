@@ -143,3 +143,20 @@ def test_results_print_as_utf8_whatever_the_terminal_encoding() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = proc.stdout.decode("utf-8")
     assert "\u201cI " in text and "\\u201c" not in text
+
+
+def test_dti_calls_that_give_nothing_usable_say_so_and_fail(capsys) -> None:
+    import json
+
+    protein = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ"
+    bad = json.dumps({"pairs": [{"smiles": "C1CC", "protein": protein}, {"smiles": "CCO", "protein": "MKT"}]})
+    assert main(["call", "dti_score", bad]) == 1
+    out = capsys.readouterr()
+    assert json.loads(out.out)["scored"] == 0
+    assert _one_line(out.err) == "nothing usable dti_score: 0 of 2 rows could be scored (each row's error says why)"
+    good = json.dumps({"pairs": [{"smiles": "C1CC", "protein": protein}, {"smiles": "CCO", "protein": protein}]})
+    assert main(["call", "dti_score", good]) == 0
+    assert json.loads(capsys.readouterr().out)["scored"] == 1
+    assert main(["call", "dti_validate", json.dumps({"smiles": ["C1CC", "xx"], "proteins": [protein]})]) == 1
+    assert "0 of 2 molecules valid" in _one_line(capsys.readouterr().err)
+    assert main(["call", "dti_validate", json.dumps({"smiles": ["C1CC", "CCO"]})]) == 0
