@@ -64,8 +64,8 @@ def _csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
 
 def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path) -> dict[str, Any]:
     from evals.dti.data import load_dtiam
+    from evals.dti.methods import auroc_auprc, gb_baseline
     from evals.dti.protocol import keys_of, shared_pair_mask
-    from evals.dti.run import _metrics, gb_baseline
     from tools.dti.provenance import file_record, file_sha256, overlap, overlap_text, pairs_sha256
     from tools.dti.registry import SHIPPED, card_path
     from tools.dti.train import Pairs, TrainConfig, build_tables, fit, predict, save_checkpoint
@@ -143,8 +143,8 @@ def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path
     for (label, te), pg in zip(kept.items(), gbs, strict=True):
         if len(np.unique(y[te])) < 2:
             continue
-        au, apr = _metrics(y[te], predict(model, tables, di[te], pi[te], threads=threads))
-        gau, gapr = _metrics(y[te], pg)
+        au, apr = auroc_auprc(y[te], predict(model, tables, di[te], pi[te], threads=threads))
+        gau, gapr = auroc_auprc(y[te], pg)
         metrics[label] |= {
             "pairs_evaluated": len(te),
             "auroc": round(au, 4),
