@@ -11,14 +11,10 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, create_model, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from tools.dti.limits import DTILimits
-from tools.eo.limits import EOLimits
-from tools.graph.limits import GraphLimits
-from tools.longctx.limits import LongctxLimits
-from tools.nid.limits import NIDLimits
+from tools.limits import family_limits
 
 
 class LLMSettings(BaseSettings):
@@ -58,7 +54,8 @@ class LLMSettings(BaseSettings):
 
 
 class Settings(BaseSettings):
-    """Roots, output folder, transport, LLM endpoint and every family's bounds."""
+    """Roots, output folder, transport and LLM endpoint; `get_settings()` adds every family's bounds (the
+    limits each family registers, `tools.limits`) as a field named for the family."""
 
     model_config = SettingsConfigDict(env_prefix="RESEARCH_MCP_", env_nested_delimiter="__", extra="ignore")
 
@@ -105,11 +102,6 @@ class Settings(BaseSettings):
     )
     max_result_chars: int = Field(200_000, description="Largest tool result text; bigger results go to files.")
     llm: LLMSettings = Field(default_factory=LLMSettings)
-    graph: GraphLimits = Field(default_factory=GraphLimits)
-    eo: EOLimits = Field(default_factory=EOLimits)
-    nid: NIDLimits = Field(default_factory=NIDLimits)
-    longctx: LongctxLimits = Field(default_factory=LongctxLimits)
-    dti: DTILimits = Field(default_factory=DTILimits)
 
     @field_validator("families", mode="before")
     @classmethod
@@ -125,9 +117,20 @@ class Settings(BaseSettings):
 
 
 @functools.cache
+def settings_class() -> type[Settings]:
+    """`Settings` with a field per family holding its registered limits (`RESEARCH_MCP_<FAMILY>__<NAME>`)."""
+    limits = family_limits()
+    clash = sorted(set(limits) & set(Settings.model_fields))
+    if clash:
+        raise ValueError(f"Families {clash} are named like settings of their own; rename the family.")
+    fields: dict = {name: (model, Field(default_factory=model)) for name, model in limits.items()}
+    return create_model("Settings", __base__=Settings, __doc__=Settings.__doc__, **fields)
+
+
+@functools.cache
 def get_settings() -> Settings:
     """The process-wide settings, read from the environment once."""
-    return Settings()
+    return settings_class()()
 
 
 def reload_settings() -> Settings:
