@@ -10,3 +10,5 @@ fi
 # torch first, pinned, so pip does not pick a newer (and much larger) build.
 .venv/bin/python -m pip install --quiet "torch>=2.6,<2.14"
 .venv/bin/python -m pip install --quiet -e ".[dev]"
+echo "research-mcp is installed in .venv. Put it on PATH in this shell with: source .venv/bin/activate" \
+  "(or run .venv/bin/research-mcp)."

@@ -3,9 +3,12 @@ the workflows as prompts, the instructions."""
 
 from __future__ import annotations
 
+import difflib
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 from server.links import add_output_resources
 from server.prompts import add_prompts
@@ -37,13 +40,29 @@ def _version() -> str:
         return "0"
 
 
-def build_server(families: list[str] | None = None, *, log_level: str | None = None) -> MCPServer:
+class ResearchServer(MCPServer):
+    """The SDK's server, whose answer to an unknown tool name suggests the closest ones."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError:
+            known = [t.name for t in await self.list_tools()]
+            if name in known:
+                raise
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            guess = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise ToolError(f"[not_found] Unknown tool {name!r}.{guess} tools/list (research-mcp tools) lists all "
+                            f"{len(known)}.") from None
+
+
+def build_server(families: list[str] | None = None, *, log_level: str | None = None) -> ResearchServer:
     """A server with the tools of `families` (default: RESEARCH_MCP_FAMILIES, else all) and the samples.
 
     Building it also sweeps the output folder by the retention settings.
     """
     sweep_outputs()
-    server = MCPServer(
+    server = ResearchServer(
         name="research-mcp",
         title="research-mcp",
         instructions=INSTRUCTIONS,

@@ -9,7 +9,13 @@ import os
 import sys
 from typing import Any
 
-EVAL_HELP = "run a benchmark: research-mcp eval FAMILY [ARGS...] (e.g. graph --quick)"
+EVAL_HELP = "run a benchmark: research-mcp eval NAME [ARGS...] (e.g. graph --quick; research-mcp eval lists them)"
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, not {text!r}")
+    return int(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -19,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="serve the tools over MCP (stdio by default)")
     s.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp")
     s.add_argument("--host", default=None, help="HTTP host (default RESEARCH_MCP_HOST or 127.0.0.1)")
-    s.add_argument("--port", type=int, default=None, help="HTTP port (default RESEARCH_MCP_PORT or 8000)")
+    s.add_argument("--port", type=_port, default=None, help="HTTP port (default RESEARCH_MCP_PORT or 8000)")
     s.add_argument("--workers", type=int, default=1,
                    help="HTTP server processes on the one port (stateless; batch jobs go to one shared Dask cluster)")
 
@@ -56,7 +62,8 @@ def _list_tools(as_json: bool) -> int:
 
     tools = anyio.run(fetch)
     if as_json:
-        print(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], indent=2))
+        _print_utf8(json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools], indent=2,
+                               ensure_ascii=False))
         return 0
     table = Table(title=f"research-mcp: {len(tools)} tools")
     table.add_column("tool", style="bold cyan", no_wrap=True)
@@ -74,8 +81,13 @@ def summary_line(description: str) -> str:
 
 def _load_arguments(text: str) -> dict[str, Any]:
     if text.startswith("@"):
-        with open(text[1:], encoding="utf-8") as fh:
-            text = fh.read()
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise SystemExit(f"research-mcp call: cannot read the arguments file {text[1:]!r} ({reason}). "
+                             "Give @PATH to a JSON file, or the JSON itself in quotes.") from None
     try:
         args = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -109,15 +121,43 @@ def _call(tool: str, arguments: str) -> int:
                 return await client.call_tool(tool, args, progress_callback=on_progress)
 
     result = anyio.run(run)
+    from rich.markup import escape
+
     if result.is_error:
         text = " ".join(getattr(c, "text", "") for c in result.content)
-        err.print(f"[bold red]error[/] {text}")
+        err.print(f"[bold red]error[/] {escape(text)}", soft_wrap=True)
         return 1
     if result.structured_content is not None:
-        print(json.dumps(result.structured_content, indent=2, default=str))
+        _print_utf8(json.dumps(result.structured_content, indent=2, default=str, ensure_ascii=False))
     else:
-        print("\n".join(getattr(c, "text", str(c)) for c in result.content))
+        _print_utf8("\n".join(getattr(c, "text", str(c)) for c in result.content))
+    problem = _unusable(tool, result.structured_content)
+    if problem:
+        err.print(f"[bold red]nothing usable[/] {tool}: {escape(problem)}", soft_wrap=True, highlight=False)
+        return 1
     return 0
+
+
+def _unusable(tool: str, content: dict[str, Any] | None) -> str | None:
+    """Why the tool's result holds nothing usable, where its `ToolSpec` can tell."""
+    from server.registry import family_names, load_specs
+
+    family = tool.split("_")[0]
+    spec = next((s for s in load_specs([family]) if s.name == tool), None) if family in family_names() else None
+    if spec is None or spec.unusable is None or content is None:
+        return None
+    return spec.unusable(content)
+
+
+def _print_utf8(text: str) -> None:
+    """`text` on stdout as UTF-8, whatever the terminal's encoding."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    if encoding == "utf8" or not hasattr(sys.stdout, "buffer"):
+        print(text)
+        return
+    sys.stdout.flush()
+    sys.stdout.buffer.write((text + "\n").encode("utf-8"))
+    sys.stdout.buffer.flush()
 
 
 def _brief(result: Any) -> str:
@@ -279,7 +319,20 @@ def _llm(argv: list[str]) -> int:
     return 2
 
 
-def _delegate(module: str, argv: list[str], what: str) -> int:
+def eval_names() -> list[str]:
+    """Every eval: each `evals/<name>/` package with a `run` module (found without importing one)."""
+    import pkgutil
+    from importlib.util import find_spec
+
+    spec = find_spec("evals")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return sorted(info.name for info in pkgutil.iter_modules(spec.submodule_search_locations)
+                  if info.ispkg and find_spec(f"evals.{info.name}.run") is not None)
+
+
+def _delegate(module: str, argv: list[str], what: str, command: str) -> int:
+    """`module.main(argv)`; a missing or unreadable file and a `ResearchError` are one line and status 2."""
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -287,13 +340,45 @@ def _delegate(module: str, argv: list[str], what: str) -> int:
             print(f"research-mcp: no {what} named by {module!r}.", file=sys.stderr)
             return 2
         raise
-    return int(mod.main(argv) or 0)
+    from tools.errors import ResearchError
+
+    try:
+        return int(mod.main(argv) or 0)
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        print(f"research-mcp {command}: cannot use {exc.filename} ({exc.strerror}).", file=sys.stderr)
+    except ResearchError as exc:
+        print(f"research-mcp {command}: {exc}", file=sys.stderr)
+    return 2
+
+
+def _check_settings() -> None:
+    """Read the settings once, so that a malformed RESEARCH_MCP_* variable is one line, not a traceback."""
+    from pydantic import ValidationError
+
+    from tools.settings import get_settings
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        import tools.settings
+
+        model = getattr(tools.settings, exc.title, None)
+        prefix = model.model_config.get("env_prefix", "") if model is not None else "RESEARCH_MCP_"
+        problems = []
+        for e in exc.errors():
+            name = "__".join(str(p) for p in e["loc"]).upper()
+            name = name if name.startswith(("RESEARCH_MCP_", "OPENAI_")) else f"{prefix}{name}"
+            problems.append(f"{name}: {e['msg']} (got {e.get('input')!r})")
+        raise SystemExit(f"research-mcp: invalid setting in the environment: {'; '.join(problems)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _check_settings()
     if argv and argv[0] == "agent":  # REMAINDER does not take leading options (--resume, --workflow...)
-        return _delegate("agents.cli", argv[1:], "agent runner")
+        return _delegate("agents.cli", argv[1:], "agent runner", "agent")
     if argv and argv[0] == "llm":
         return _llm(argv[1:])
     args = _parser().parse_args(argv)
@@ -310,12 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         return _demo(args.family)
     if args.command == "eval":
         if not args.rest or args.rest[0].startswith("-"):
-            from server.registry import family_names
-
-            print(f"usage: research-mcp eval FAMILY [ARGS...]; families: {', '.join(family_names())}",
+            print(f"usage: research-mcp eval NAME [--quick] [ARGS...]; evals: {', '.join(eval_names())} "
+                  "(research-mcp eval NAME --help says what one measures; --quick runs its small variant)",
                   file=sys.stderr)
-            return 2
-        return _delegate(f"evals.{args.rest[0]}.run", args.rest[1:], f"eval for family {args.rest[0]!r}")
+            return 0 if args.rest and args.rest[0] in ("-h", "--help") else 2
+        return _delegate(f"evals.{args.rest[0]}.run", args.rest[1:], f"eval for family {args.rest[0]!r}", "eval")
     return 2
 
 

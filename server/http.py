@@ -13,6 +13,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tools.errors import NotConfigured
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+# The MCP Inspector release whose CLI sends --header and runs on Node 20 (0.16 and later declare Node >= 22.7.5,
+# so a bare `npx @modelcontextprotocol/inspector` on Node 20 gets 0.15.0, which has no --header).
+INSPECTOR = "@modelcontextprotocol/inspector@0.21.2"
 
 
 def is_loopback(host: str) -> bool:
@@ -114,6 +117,28 @@ def app_from_environment() -> ASGIApp:
     return http_app(build_server(), settings.host, settings.port, token, settings.allowed_hosts, stateless=True)
 
 
+def client_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses for a server bound to `host`."""
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}/mcp" if ":" in host else f"http://{host}:{port}/mcp"
+
+
+def startup_lines(host: str, port: int, token: bool) -> list[str]:
+    """What `serve --http` prints: its URL, the header clients send, an MCP Inspector command listing the tools."""
+    url = client_url(host, port)
+    header = "Authorization: Bearer $RESEARCH_MCP_TOKEN"
+    lines = [f"research-mcp: MCP over streamable HTTP at {url}"]
+    if token:
+        lines.append(f"  clients send the header: {header}  (the value of RESEARCH_MCP_TOKEN)")
+    inspector = f"npx -y {INSPECTOR} --cli {url} --transport http"
+    inspector += f' --header "{header}"' if token else ""
+    lines += ["  list the tools with the MCP Inspector (Node 20 or later):", f"    {inspector} --method tools/list"]
+    return lines
+
+
 def serve_http(server: MCPServer, host: str, port: int, token: str | None, extra_hosts: list[str],
                workers: int = 1) -> None:
     """Run the streamable HTTP server until interrupted; `workers` > 1 runs that many stateless server
@@ -125,6 +150,9 @@ def serve_http(server: MCPServer, host: str, port: int, token: str | None, extra
     # burst of calls on a loaded machine gets 30 s, not 5, to answer the supervisor's health check.
     options = {"host": host, "port": port, "log_level": "warning", "lifespan": "on", "timeout_keep_alive": 75}
     app = http_app(server, host, port, token, extra_hosts, stateless=workers > 1)
+    import sys
+
+    print("\n".join(startup_lines(host, port, token is not None)), file=sys.stderr, flush=True)
     if workers <= 1:
         uvicorn.run(app, **options)
         return

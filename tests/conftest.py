@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from evals.shared_data import shared_data_root
 from tools.settings import reload_settings
 
+pytest_plugins = ("tests.shared_data_plugin",)
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+SHARED_DATA = shared_data_root()
 
 
 @pytest.fixture

@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from evals.agents.families import all_tasks
 from evals.agents.metrics import validate_chains
 from evals.agents.run import main
-from evals.agents.suite import STYLES, all_tasks
+from evals.agents.suite import STYLES
 
 
 def test_suite_has_both_styles_and_enough_tasks_with_independent_answers():

@@ -5,7 +5,7 @@ import csv
 import numpy as np
 import pytest
 
-from evals.dti.data import SHARED, folds, load_dtiam
+from evals.dti.data import folds, load_dtiam
 from evals.dti.run import GB_NEIGHBOURS, config_overrides, main, make_library, paired_bootstrap_delta
 
 
@@ -70,7 +70,7 @@ def test_generated_library_is_distinct_and_sized():
     assert make_library(7, ["CCO", "CCN"])[:2] == ["CCO", "CCN"]
 
 
-@pytest.mark.skipif(not (SHARED / "dtiam").exists(), reason="DTIAM benchmark files are not beside the repository")
+@pytest.mark.shared_data("dti/dtiam")
 def test_dtiam_protocol_negatives_and_cold_folds():
     ps = load_dtiam("yamanishi_08", seed=0)
     pos = int(ps.y.sum())
@@ -87,8 +87,11 @@ def test_dtiam_protocol_negatives_and_cold_folds():
     assert len(te) == pytest.approx(len(ps.y) / 10, abs=1)
 
 
-def test_similarity_probe_scores_by_hand_and_runs_inside_train(tmp_path):
+def test_similarity_probe_scores_by_hand():
     from evals.dti.similarity_probe import POWERS, _scores, main
+
+    with pytest.raises(SystemExit, match="0 to 9; got 10"):
+        main(["--fold", "2", "10"])  # refused before fold 2 is probed (no data is read)
 
     # drug 0 knows targets 0 (+) and 1 (-); query (drug 0, target 2) and (drug 1, target 2): drug 1 knows nothing
     sim = np.array([[0, 0.2, 0.5], [0.2, 0, 0.25], [0.5, 0.25, 0]])
@@ -98,6 +101,12 @@ def test_similarity_probe_scores_by_hand_and_runs_inside_train(tmp_path):
         assert weighted[p][0] == pytest.approx(0.5**p / (0.5**p + 0.25**p), abs=1e-6)
         assert weighted[p][1] == 0.0
     assert nearest.tolist() == [0.5, 0.0]
+
+
+@pytest.mark.shared_data("dti/dtiam")
+def test_similarity_probe_runs_inside_the_training_pairs_of_one_fold(tmp_path):
+    from evals.dti.similarity_probe import POWERS, main
+
     out = tmp_path / "probe.csv"
     main(["--fold", "3", "--csv", str(out)])  # the probe of one fold takes about 12 s
     with open(out) as fh:
@@ -105,5 +114,3 @@ def test_similarity_probe_scores_by_hand_and_runs_inside_train(tmp_path):
     assert len(rows) == 4 * (len(POWERS) + 1)  # k = 2..5, each predictor
     assert all(0.5 < float(r["auroc_mean"]) < 1.0 for r in rows)
     assert {r["fold"] for r in rows} == {"3"}
-    with pytest.raises(SystemExit, match="0 to 9; got 10"):
-        main(["--fold", "2", "10"])  # refused before fold 2 is probed

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 from rdkit import Chem
 
-from evals.dti.data import SHARED
+from evals.shared_data import shared_data_path
 from tools.dti.chem import INORGANIC_NOTE, check_protein, clean_protein, parse_smiles, try_parse_smiles
 from tools.dti.files import read_molecules, read_pairs, write_csv, write_sdf
 from tools.errors import InvalidInput, LimitExceeded
 from tools.paths import sample_path
 from tools.settings import reload_settings
 
-HUMAN_COLD_VAL = SHARED / "drugban/datasets/human/cold/val.csv"
+HUMAN_COLD_VAL = "dti/drugban/datasets/human/cold/val.csv"
 
 
 @pytest.fixture
@@ -186,11 +186,11 @@ def test_nonstandard_residues_are_mapped_and_noted():
     np.testing.assert_array_equal(protein_features(clean_protein(u)[0])[1], protein_features(c)[1])
 
 
-@pytest.mark.skipif(not HUMAN_COLD_VAL.exists(), reason="DrugBAN Human files are not beside the repository")
+@pytest.mark.shared_data(HUMAN_COLD_VAL)
 def test_real_human_rows_with_metals_and_selenocysteine_pass_the_checks():
     from tools.dti.chem import try_check_protein
 
-    with open(HUMAN_COLD_VAL) as fh:
+    with open(shared_data_path(HUMAN_COLD_VAL)) as fh:
         rows = list(csv.DictReader(fh))
     metal = [r for r in rows if r["SMILES"] in ("O.[Hg].[Hg]", "[90Sr+2]")]
     seleno = [r for r in rows if "U" in r["Protein"]]

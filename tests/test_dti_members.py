@@ -47,7 +47,7 @@ def test_protocol_run_configures_each_split_for_its_shift(monkeypatch):
     def fake_train_eval(tables, di, pi, y, tr, te, cfg):
         configs[cfg_split[0]] = cfg
         p = np.linspace(0, 1, len(te))
-        return (*run._metrics(y[te], p), 0.0, p, None)
+        return (*run.auroc_auprc(y[te], p), 0.0, p, None)
 
     monkeypatch.setattr(run, "_train_eval", fake_train_eval)
     monkeypatch.setattr(run, "gb_baseline", lambda *a, **k: np.linspace(0, 1, len(a[5])))

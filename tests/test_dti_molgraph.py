@@ -5,7 +5,8 @@ import pytest
 import torch
 from rdkit import Chem
 
-from evals.dti.pretrain_drugs import CORPUS_FILES, DATA, EVALUATION_FILES, build_corpus, pretrain
+from evals.dti.pretrain_drugs import CORPUS_FILES, EVALUATION_FILES, build_corpus, pretrain
+from evals.shared_data import shared_data_path
 from tools.dti.molgraph import (
     ATOM_DIM,
     BOND_DIM,
@@ -19,7 +20,6 @@ from tools.dti.molgraph import (
 
 torch.set_num_threads(1)
 
-CORPUS_PATH = DATA / CORPUS_FILES[0]
 
 SMILES = [
     "CC(=O)Oc1ccccc1C(=O)O",
@@ -119,12 +119,12 @@ def test_cancellation_stops_between_batches(mols, encoder):
     assert len(calls) == 2  # the remaining two batches never ran
 
 
-@pytest.mark.skipif(not CORPUS_PATH.exists(), reason="the offline DTI data is not present")
+@pytest.mark.shared_data(f"dti/{CORPUS_FILES[0]}")
 def test_short_pretraining_lowers_the_loss_and_is_deterministic():
     from tools.dti.chem import try_parse_smiles
 
     smiles = []
-    with open(CORPUS_PATH) as fh:
+    with open(shared_data_path("dti", CORPUS_FILES[0])) as fh:
         next(fh)
         for line in fh:
             parsed, _ = try_parse_smiles(line.rstrip("\n").split("\t")[1])

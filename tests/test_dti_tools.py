@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rdkit import Chem
 
-from evals.dti.data import SHARED
+from evals.shared_data import shared_data_path
 from tools.dti.catalog import TOOLS
 from tools.dti.provenance import file_sha256
 from tools.dti.registry import SHIPPED, WEIGHTS_DIR
@@ -18,7 +18,7 @@ from tools.paths import sample_path
 from tools.progress import Progress
 from tools.settings import reload_settings
 
-HUMAN_COLD_VAL = SHARED / "drugban/datasets/human/cold/val.csv"
+HUMAN_COLD_VAL = "dti/drugban/datasets/human/cold/val.csv"
 
 
 @pytest.fixture(autouse=True)
@@ -193,6 +193,7 @@ def test_shipped_model_card():
     assert any("auroc" in v for v in c.metrics.values())
 
 
+@pytest.mark.shared_data(optional=True)  # the named files are checked where the shared data is present
 @pytest.mark.parametrize("name", list(SHIPPED))
 def test_every_shipped_model_states_its_training_files(name):
     card = dti_model_card(name)
@@ -201,7 +202,7 @@ def test_every_shipped_model_states_its_training_files(name):
     assert c.name == name and c.training_files
     for f in c.training_files:
         assert f["pairs"] > 0 and len(f["sha256"]) == 64
-        local = SHARED / f["file"]  # paths relative to the shared DTI data folder
+        local = shared_data_path("dti", f["file"])  # paths relative to the shared DTI data folder
         if local.exists():  # the file the card names is the one here, byte for byte
             assert file_sha256(local) == f["sha256"]
     assert (WEIGHTS_DIR / SHIPPED[name]).stat().st_size < 10e6
@@ -220,9 +221,9 @@ def test_human_random_model_warns_about_human_cold():
     assert cold["overlap_with_training"]["shared_pairs"] == 0 and cold["overlap_with_training"]["shared_targets"] == 0
 
 
-@pytest.mark.skipif(not HUMAN_COLD_VAL.exists(), reason="DrugBAN Human files are not beside the repository")
+@pytest.mark.shared_data(HUMAN_COLD_VAL)
 def test_real_metal_and_selenoprotein_rows_are_scored_with_notes():
-    with open(HUMAN_COLD_VAL) as fh:
+    with open(shared_data_path(HUMAN_COLD_VAL)) as fh:
         rows = list(csv.DictReader(fh))
     picked = [next(r for r in rows if r["SMILES"] == smi) for smi in ("O.[Hg].[Hg]", "[90Sr+2]")]
     picked += [r for r in rows if "U" in r["Protein"]]

@@ -13,7 +13,7 @@ import rasterio
 from rasterio.transform import from_origin
 
 from tools.eo import api
-from tools.eo.scenes import open_scene
+from tools.eo.detection import open_scene
 from tools.errors import InvalidInput
 
 SAFE = "S2B_MSIL2A_20230105T101329_N0509_R022_T32TQM_20230105T114000.SAFE"  # baseline 05.09: offset -1000

@@ -3,6 +3,7 @@
 import itertools
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from tools.graph.catalog import graph_check_answer
@@ -126,3 +127,70 @@ def test_check_answer_tool_rejects_the_false_path():
     assert r.task == "hamiltonian_path" and r.extracted and not r.correct
     r = graph_check_answer("hamilton", "0,1,2,3", graph=spec)
     assert r.extracted and r.correct and r.parsed == [0, 1, 2, 3]
+
+
+def _max_matchings(G: nx.Graph) -> tuple[int, list[list[tuple]], list[list[tuple]]]:
+    """(maximum size, every maximum matching, every smaller non-empty matching) by brute force over edge sets."""
+    edges = list(G.edges())
+    found = [list(c) for r in range(1, len(edges) + 1) for c in itertools.combinations(edges, r)
+             if nx.is_matching(G, set(c))]
+    best = max(len(m) for m in found)
+    return best, [m for m in found if len(m) == best], [m for m in found if len(m) < best]
+
+
+def _nlgraph_assignment(matching: list[tuple]) -> str:
+    """A matching in NLGraph's own answer phrasing: one `applicant N: job M` line per pair, then the count."""
+    lines = []
+    for u, v in matching:
+        a, j = (u, v) if str(u).startswith("a") else (v, u)
+        lines.append(f"applicant {a[1:]}: job {j[1:]}")
+    return "\n".join([*lines, f"{len(matching)} applicants can find the job they are interested in."])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nlgraph_matching_answers_name_applicants_and_jobs_by_number(seed):
+    rng = np.random.default_rng(seed)
+    edges = [[f"a{i}", f"j{k}"] for i in range(4) for k in range(3) if rng.random() < 0.45]
+    G = build_graph(None, edges)
+    task = get_task("matching")
+    best, maximum, smaller = _max_matchings(G)
+    assert solve(task, G, {}).answer == best
+    for m in maximum:  # every maximum matching, as NLGraph writes it, is right
+        reply = _nlgraph_assignment(m)
+        c = check(task, G, {}, reply)
+        assert c.correct, (reply, c.reason)
+    for m in smaller:  # a true matching that is not maximum is wrong
+        assert not check(task, G, {}, _nlgraph_assignment(m)).correct
+    a, j = next((a, j) for a in sorted({u for u in G if u[0] == "a"}) for j in sorted({u for u in G if u[0] == "j"})
+                if not G.has_edge(a, j))
+    false_edge = f"applicant {a[1:]}: job {j[1:]}\n1 applicants can find the job they are interested in."
+    assert not check(task, G, {}, false_edge).correct  # not an edge of the graph
+    for job in (u for u in G if u[0] == "j" and G.degree(u) >= 2):  # one job given to two applicants
+        a0, a1 = sorted(G[job])[:2]
+        twice = f"applicant {a0[1:]}: job {job[1:]}\napplicant {a1[1:]}: job {job[1:]}\n2 applicants"
+        assert nx.is_matching(G, {(a0, job), (a1, job)}) is False
+        assert not check(task, G, {}, twice).correct
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_every_weighted_shortest_path_in_nlgraph_phrasing_is_right_and_only_those(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 11))
+    base = nx.compose(nx.gnp_random_graph(n, 0.4, seed=seed), nx.path_graph(n))  # connected
+    edges = [[u, v, int(rng.integers(1, 5))] for u, v in base.edges()]
+    G = build_graph(list(range(n)), edges)
+    s, t = (int(x) for x in rng.choice(n, 2, replace=False))
+    task, p = get_task("shortest_path"), {"source": s, "target": t}
+    best = nx.dijkstra_path_length(G, s, t)
+
+    def reply(path, total):
+        nodes = ",".join(map(str, path))
+        return f"The shortest path from node {s} to node {t} is {nodes} with a total weight of {total}."
+
+    for path in nx.all_shortest_paths(G, s, t, weight="weight"):
+        c = check(task, G, p, reply(path, best))
+        assert c.correct, (reply(path, best), c.reason)
+        assert not check(task, G, p, reply(path, best + 1)).correct  # a false total
+    for path in itertools.islice(nx.all_simple_paths(G, s, t), 200):
+        weight = nx.path_weight(G, path, "weight")
+        assert check(task, G, p, f"Answer: {','.join(map(str, path))}").correct == (weight == best), path

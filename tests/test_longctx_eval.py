@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.longctx.run import SHARED, main
+from evals.longctx.run import main
 
 
 def _rows(out: Path) -> list[dict[str, str]]:
@@ -30,8 +30,7 @@ def test_quick_eval_runs_and_chunked_is_exact(tmp_path: Path, capsys: pytest.Cap
     assert "ratio" in printed and "regime" in printed
 
 
-@pytest.mark.skipif(not (SHARED / "divideconquer_kv" / "kv_15000.jsonl").is_file(),
-                    reason="the full D&C key-value sets live in ../shared/data/longctx beside the repository")
+@pytest.mark.shared_data("longctx/divideconquer_kv/kv_15000.jsonl")
 def test_kv_sets_1k_to_16k_are_exact_when_chunked(tmp_path: Path) -> None:
     assert main(["--kv-items", "3", "--qa-lengths", "4000", "--qa-items", "1", "--no-single-shot", "--no-bench",
                  "--out", str(tmp_path)]) == 0

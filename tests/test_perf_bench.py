@@ -103,3 +103,14 @@ def test_family_rows_subprocess_returns_rows_as_json(tmp_path: Path) -> None:
     line = next(x for x in out.stdout.splitlines() if x.startswith(perf.MARK))
     (r,) = json.loads(line[len(perf.MARK):])
     assert r["target"] == "probe" and r["ratio"] == 0.5 and r["met"] is True and r["same_output"] is True
+
+
+def test_a_quick_run_writes_under_the_output_folder_and_leaves_the_results_alone(
+        monkeypatch: pytest.MonkeyPatch, isolated_settings: Path) -> None:
+    row = perf.row("probe", 1.0, 2.0, "s", "<= 1x", "none", True)
+    monkeypatch.setattr(perf, "run_all", lambda quick, only: ([row], ["probe run"]))
+    before = {p.name: p.read_bytes() for p in perf.RESULTS.iterdir()}
+    assert perf.main(["--quick"]) == 0
+    written = isolated_settings / "eval-perf"
+    assert sorted(p.name for p in written.iterdir()) == ["perf_quick.csv", "perf_quick.md", "perf_quick.png"]
+    assert {p.name: p.read_bytes() for p in perf.RESULTS.iterdir()} == before

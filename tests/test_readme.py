@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
 import re
+import shlex
+import sys
+from pathlib import Path
 
 import pytest
 from mcp import Client
@@ -76,3 +81,49 @@ def test_the_demo_prints_the_embedded_models_answer_with_its_check(embedded_llm:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.strip().startswith("answer:"))
     assert "watch" in line.lower() and "qwen2.5-coder-1.5b-instruct (embedded)" in line and "right" in line
+
+
+def readme_commands() -> list[list[str]]:
+    """Every `research-mcp ...` command of the README's shell blocks, as the shell splits it."""
+    commands = []
+    for block in re.findall(r"```(?:bash|sh)\n(.*?)```", README, re.DOTALL):
+        buffer = ""
+        for line in block.splitlines():
+            buffer += line + "\n"
+            try:
+                words = shlex.split(buffer, comments=True)
+            except ValueError:  # a quote still open: the command goes on on the next line
+                continue
+            buffer = ""
+            while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+                words = words[1:]
+            if words and words[0] == "research-mcp":
+                commands.append(words[1:])
+    return commands
+
+
+def test_the_readme_says_how_research_mcp_gets_on_path_before_its_first_use() -> None:
+    activate = README.index("source .venv/bin/activate")
+    first_bare = min(m.start() for m in re.finditer(r"^research-mcp ", README, re.MULTILINE))
+    assert activate < first_bare
+    assert "source .venv/bin/activate" in (REPO / "scripts" / "setup.sh").read_text()
+    assert (Path(sys.executable).parent / "research-mcp").is_file()  # activating this venv puts it on PATH
+
+
+def test_every_readme_command_is_one_the_cli_takes() -> None:
+    from server.cli import _parser
+    from server.registry import load_specs
+
+    commands = readme_commands()
+    subcommands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    tools = {s.name for s in load_specs()}
+    assert len(commands) >= 20
+    for words in commands:
+        assert words[0] in subcommands, words
+        if words[0] in ("serve", "tools", "call", "demo"):
+            _parser().parse_args(words)  # exits (failing the test) on an option the CLI lacks
+        if words[0] == "call":
+            assert words[1] in tools, words
+            json.loads(words[2])
+        if words[0] == "eval":
+            assert importlib.util.find_spec(f"evals.{words[1]}.run") is not None, words

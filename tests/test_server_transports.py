@@ -8,9 +8,12 @@ import base64
 import csv
 import io
 import json
+import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -19,6 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from server.http import INSPECTOR as PRINTED_INSPECTOR
 from tests.conftest import REPO, free_port, server_env, start_http_server
 
 pytestmark = pytest.mark.anyio
@@ -33,6 +37,8 @@ TOKEN = "9f2c4e6a8b0d1f3a5c7e9b1d3f5a7c9e0b2d4f6a8c0e2b4d"  # openssl rand -hex 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INSPECTOR_VERSION = PRINTED_INSPECTOR.rpartition("@")[2]  # the version `serve --http` prints
+README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def _answer(result) -> object:
@@ -250,3 +256,57 @@ def test_mcp_inspector_cli_over_http_draws_a_graph_and_reads_it_back(http_server
     read = inspector("--method", "resources/read", "--uri", link["uri"], target=target)
     assert read.returncode == 0, read.stderr[-2000:]
     assert base64.b64decode(json.loads(read.stdout)["contents"][0]["blob"]) == base64.b64decode(image["data"])
+
+
+
+
+def _started_http(env: dict[str, str]) -> tuple[subprocess.Popen[str], list[str]]:
+    """`serve --http` on a free port, and the lines it printed before it accepted connections."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "server", "serve", "--http", "--port", str(port)], env=env,
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        lines.append(line.rstrip("\n"))
+        if line.strip().startswith("npx "):
+            break
+    for _ in range(300):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, lines
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"no server on {port}: {lines}")
+
+
+def test_http_prints_its_url_the_header_and_an_inspector_command_that_works() -> None:
+    proc, lines = _started_http(server_env(RESEARCH_MCP_TOKEN=TOKEN))
+    try:
+        url = next(line.split(" at ")[1] for line in lines if "streamable HTTP at" in line)
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/mcp", url)
+        header = next(line.split("header: ")[1].split("  ")[0] for line in lines if "header:" in line)
+        assert header == "Authorization: Bearer $RESEARCH_MCP_TOKEN"
+        name, _, value = header.replace("$RESEARCH_MCP_TOKEN", TOKEN).partition(": ")
+        assert httpx.post(url, json=INIT, headers=MCP_HEADERS | {name: value}, timeout=10).status_code == 200
+        command = next(line.strip() for line in lines if line.strip().startswith("npx "))
+        assert f"@modelcontextprotocol/inspector@{INSPECTOR_VERSION} " in command and url in command
+        assert f"@{INSPECTOR_VERSION}" in README  # the README names the version the server prints
+        if shutil.which("npx") is None:
+            pytest.skip("npx (Node.js) is not installed: the printed Inspector command is not run")
+        run = subprocess.run(["bash", "-c", command], env=server_env(RESEARCH_MCP_TOKEN=TOKEN), cwd=REPO,
+                             capture_output=True, text=True, timeout=400)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert {"graph_solve", "graph_generate"} <= {t["name"] for t in json.loads(run.stdout)["tools"]}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_http_without_a_token_prints_no_header() -> None:
+    proc, lines = _started_http(server_env())
+    proc.terminate()
+    proc.wait(timeout=10)
+    assert not any("header" in line for line in lines)
+    assert "--header" not in next(line for line in lines if line.strip().startswith("npx "))

@@ -80,12 +80,20 @@ class Cancelled(ResearchError):
     kind = "cancelled"
 
 
-def unknown_name(what: str, name: str, choices: Iterable[str]) -> NotFound:
-    """A `NotFound` for an unknown name that suggests the closest known names."""
+def unknown_name(what: str, name: str, choices: Iterable[str], *, aliases: Iterable[str] = (),
+                 listed_by: str | None = None) -> NotFound:
+    """A `NotFound` for an unknown name that suggests the closest known names (and `aliases`); a long list is
+    counted, and `listed_by` names the tool that lists it."""
     options = sorted(set(choices))
-    close = difflib.get_close_matches(name, options, n=5, cutoff=0.5)
+    other = sorted(set(aliases) - set(options))
+    pool = options + other
+    close = difflib.get_close_matches(name, pool, n=5, cutoff=0.5)
     if not close:
-        close = [o for o in options if name.lower() in o.lower()][:5]
+        close = [o for o in pool if name.lower() in o.lower()][:5]
     hint = f"Did you mean {', '.join(repr(c) for c in close)}?" if close else None
-    listing = ", ".join(options) if len(options) <= 30 else f"{len(options)} names; list them first"
+    listing = ", ".join(options) if len(options) <= 30 else f"{len(options)} names"
+    if listed_by:
+        listing += f", listed by the tool {listed_by}"
+    if other:
+        listing += f" (and the aliases {', '.join(other)})"
     return NotFound(f"Unknown {what} {name!r}. Known: {listing}.", hint=hint)

@@ -11,14 +11,10 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, create_model, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from tools.dti.limits import DTILimits
-from tools.eo.limits import EOLimits
-from tools.graph.limits import GraphLimits
-from tools.longctx.limits import LongctxLimits
-from tools.nid.limits import NIDLimits
+from tools.limits import family_limits
 
 
 class LLMSettings(BaseSettings):
@@ -67,7 +63,8 @@ class LLMSettings(BaseSettings):
 
 
 class Settings(BaseSettings):
-    """Roots, output folder, transport, LLM endpoint and every family's bounds."""
+    """Roots, output folder, transport and LLM endpoint; `get_settings()` adds every family's bounds (the
+    limits each family registers, `tools.limits`) as a field named for the family."""
 
     model_config = SettingsConfigDict(env_prefix="RESEARCH_MCP_", env_nested_delimiter="__", extra="ignore")
 
@@ -81,7 +78,7 @@ class Settings(BaseSettings):
         "build each at its first call; false: build every tool at start-up.",
     )
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(8000, ge=1, le=65535)
     token: SecretStr | None = Field(None, description="Bearer token HTTP clients must send.")
     allowed_hosts: list[str] = Field(
         default_factory=list,
@@ -120,11 +117,6 @@ class Settings(BaseSettings):
         8.0, gt=0, description="Largest output file resources/read returns (output://...); larger ones are refused."
     )
     llm: LLMSettings = Field(default_factory=LLMSettings)
-    graph: GraphLimits = Field(default_factory=GraphLimits)
-    eo: EOLimits = Field(default_factory=EOLimits)
-    nid: NIDLimits = Field(default_factory=NIDLimits)
-    longctx: LongctxLimits = Field(default_factory=LongctxLimits)
-    dti: DTILimits = Field(default_factory=DTILimits)
 
     @field_validator("families", mode="before")
     @classmethod
@@ -140,9 +132,20 @@ class Settings(BaseSettings):
 
 
 @functools.cache
+def settings_class() -> type[Settings]:
+    """`Settings` with a field per family holding its registered limits (`RESEARCH_MCP_<FAMILY>__<NAME>`)."""
+    limits = family_limits()
+    clash = sorted(set(limits) & set(Settings.model_fields))
+    if clash:
+        raise ValueError(f"Families {clash} are named like settings of their own; rename the family.")
+    fields: dict = {name: (model, Field(default_factory=model)) for name, model in limits.items()}
+    return create_model("Settings", __base__=Settings, __doc__=Settings.__doc__, **fields)
+
+
+@functools.cache
 def get_settings() -> Settings:
     """The process-wide settings, read from the environment once."""
-    return Settings()
+    return settings_class()()
 
 
 def reload_settings() -> Settings:

@@ -23,6 +23,9 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool = True
     heavy: bool = False  # CPU-bound for over about a second: runs in the bounded heavy pool
+    # Given the result as JSON, why it holds nothing usable (every row rejected), else None: `research-mcp call`
+    # then says so and exits non-zero. MCP clients get the result as it is.
+    unusable: Callable[[dict[str, Any]], str | None] | None = None
 
     @property
     def name(self) -> str:

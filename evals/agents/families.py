@@ -1,4 +1,5 @@
-"""Suite tasks of the graph, DTI and NID families, with answers from networkx, RDKit and regular expressions."""
+"""Suite tasks of the graph, DTI and NID families, with answers from networkx, RDKit and regular expressions;
+`all_tasks`, the whole suite (the EO tasks of `suite` first)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from evals.agents import reference as ref
 from evals.agents.metrics import Expected
-from evals.agents.suite import Step, Task
+from evals.agents.suite import Step, Task, eo_tasks
 
 GRAPHOMNI = ref.SAMPLES / "graph" / "graphomni_ltm_adjset_queries.jsonl.gz"
 
@@ -241,3 +242,14 @@ def nid_tasks() -> list[Task]:
 
 
 TASK_SETS: list[Callable[[], list[Task]]] = [graph_tasks, dti_tasks, nid_tasks]
+
+
+@functools.cache
+def all_tasks() -> tuple[Task, ...]:
+    """Every task of the suite, in a stable order."""
+    tasks = eo_tasks()
+    for extra in TASK_SETS:
+        tasks.extend(extra())
+    ids = [t.id for t in tasks]
+    assert len(ids) == len(set(ids)), "task ids must be unique"
+    return tuple(tasks)

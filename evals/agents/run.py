@@ -212,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     from agents.connection import ServerTarget
+    from evals.agents.families import all_tasks
     from evals.agents.metrics import default_context, score_suite
-    from evals.agents.suite import all_tasks
     from tools.paths import output_dir
     from tools.settings import get_settings
 

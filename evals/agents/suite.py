@@ -255,19 +255,3 @@ def eo_tasks() -> list[Task]:
     ))
     return tasks
 
-
-@functools.cache
-def all_tasks() -> tuple[Task, ...]:
-    """Every task of the suite, in a stable order."""
-    tasks = eo_tasks()
-    for extra in _family_tasks():
-        tasks.extend(extra())
-    ids = [t.id for t in tasks]
-    assert len(ids) == len(set(ids)), "task ids must be unique"
-    return tuple(tasks)
-
-
-def _family_tasks() -> list[Callable[[], list[Task]]]:
-    from evals.agents import families
-
-    return families.TASK_SETS

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from evals.shared_data import shared_data_path
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "data" / "dti"
 SAMPLE = REPO / "tools" / "sample_data" / "dti"
 
 DTIAM_SETS = {
@@ -50,8 +51,10 @@ def _tsv(path: Path, header: bool) -> list[list[str]]:
     return rows[1:] if header else rows
 
 
-def load_dtiam(name: str, seed: int, root: Path = SHARED, neg_ratio: int = 10) -> PairSet:
-    """A DTIAM set with `neg_ratio` sampled negatives per positive (uniform over unobserved pairs)."""
+def load_dtiam(name: str, seed: int, root: Path | None = None, neg_ratio: int = 10) -> PairSet:
+    """A DTIAM set with `neg_ratio` sampled negatives per positive (uniform over unobserved pairs); `root`: the
+    folder holding `dtiam/` (default: the shared data's `dti/`)."""
+    root = shared_data_path("dti") if root is None else root
     folder, n_folds = DTIAM_SETS[name]
     base = root / folder
     if name == "yamanishi_08":

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from evals.dti.pretrain_drugs import DATA
+from evals.shared_data import shared_data_path
 
 
 def _auroc_pair(x_tr: np.ndarray, y_tr: np.ndarray, groups: np.ndarray, x_va: np.ndarray, y_va: np.ndarray) -> tuple:
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weights", type=Path, default=None, help="encoder checkpoint (default: the shipped one)")
     ap.add_argument("--split", default="human/cold", help="DrugBAN split folder with train.csv and val.csv")
-    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--data", type=Path, default=shared_data_path("dti"))
     args = ap.parse_args(argv)
 
     import torch

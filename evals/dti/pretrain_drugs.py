@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from evals.shared_data import shared_data_path
 from tools.dti.views import COUNT_BITS
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data" / "dti"
 CORPUS_FILES = (
     "dtiam/data/dti/yamanishi_08/drug_smiles.csv",
     "dtiam/data/dti/hetionet/drug_smiles.csv",
@@ -82,10 +82,11 @@ def canonical_set(smiles: Sequence[str]) -> tuple[set[str], int]:
     return out, bad
 
 
-def build_corpus(data: Path = DATA) -> tuple[list[str], dict[str, Any]]:
+def build_corpus(data: Path | None = None) -> tuple[list[str], dict[str, Any]]:
     """Sorted canonical SMILES of the corpus files minus the evaluation files' molecules, and its record."""
     from tools.dti.provenance import file_sha256
 
+    data = shared_data_path("dti") if data is None else data
     pool: set[str] = set()
     unparsable = 0
     files = []
@@ -221,7 +222,7 @@ def pretrain(
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="checkpoint to write (e.g. tools/dti/molgraph.pt)")
-    ap.add_argument("--data", type=Path, default=DATA, help="the offline DTI data folder")
+    ap.add_argument("--data", type=Path, default=shared_data_path("dti"), help="the offline DTI data folder")
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--mask-weight", type=float, default=0.0, help="weight of the masked-atom loss (0: off)")

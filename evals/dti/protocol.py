@@ -106,7 +106,7 @@ def run_protocol(
     `shift` (`SHIFTS`): what the model is configured for; `auto` reads it from the validation and test rows."""
     if shift not in SHIFTS:
         raise SystemExit(f"--shift must be one of {', '.join(SHIFTS)}; got {shift!r}")
-    from evals.dti.run import MODEL, NETWORKS, _metrics, gb_baseline
+    from evals.dti.methods import MODEL, NETWORKS, auroc_auprc, gb_baseline
     from tools.dti.provenance import file_record, overlap, overlap_text
     from tools.dti.train import Pairs, TrainConfig, build_tables, fit, predict_parts
 
@@ -231,7 +231,7 @@ def run_protocol(
                 "overlap_policy": report["overlap_policy"],
             }
             for m, p in methods.items():
-                au, ap = _metrics(y[te], p)
+                au, ap = auroc_auprc(y[te], p)
                 rows.append(base | {"method": m, "auroc": au, "auprc": ap, "seconds": train_s})
                 per_test[str(path)].setdefault(m, []).append((au, ap))
             _log(

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from evals.dti.methods import GB_NEIGHBOURS, MODEL, NETWORKS, auroc_auprc, gb_baseline, gb_neighbour_baseline
+
 # GRAM-DTI's reported AUROC / AUPR, DTIAM's in brackets where given (from GRAM-DTI's tables).
 PUBLISHED = {
     ("yamanishi_08", "warm"): {"GRAM-DTI": (0.977, 0.904), "DTIAM": (0.967, 0.901)},
@@ -27,9 +29,6 @@ PUBLISHED = {
     ("inhibition", "drug_cold"): {"GRAM-DTI": (0.940, 0.756)},
     ("inhibition", "warm"): {"GRAM-DTI": (0.949, 0.785), "DTIAM": (0.954, 0.845)},
 }
-MODEL = "GRAM-DTI (this project)"
-NETWORKS = "GRAM-DTI networks only (no boosted member)"
-GB_NEIGHBOURS = "GB + neighbourhood features"
 ABLATIONS = {
     "no_volume_loss": {"gram_weight": 0.0, "pretrain_epochs": 0},
     "mean_fusion": {"fusion": "mean"},
@@ -42,61 +41,6 @@ ABLATIONS = {
     "single_network": {"members": 1},
     "no_boosted_member": {"boost": False},
 }
-
-
-def _metrics(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
-    from sklearn.metrics import average_precision_score, roc_auc_score
-
-    if len(np.unique(y)) < 2:
-        return float("nan"), float("nan")
-    return float(roc_auc_score(y, p)), float(average_precision_score(y, p))
-
-
-def gb_baseline(tables, di, pi, y, tr, te, seed: int, threads: int = 1) -> np.ndarray | list[np.ndarray]:
-    """HistGradientBoosting on Morgan ECFP4 bits (1024) + protein amino-acid composition (20).
-
-    `te` may be one index array or a list of them (one fit, several test sets).
-    """
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from threadpoolctl import threadpool_limits
-
-    def feats(idx):
-        return np.hstack([tables.drugs["ecfp"][di[idx]], tables.proteins["comp"][pi[idx], :20]])
-
-    clf = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.2, random_state=seed)
-    with threadpool_limits(threads):
-        clf.fit(feats(tr), y[tr])
-        if isinstance(te, list):
-            return [clf.predict_proba(feats(t))[:, 1] for t in te]
-        return clf.predict_proba(feats(te))[:, 1]
-
-
-def gb_neighbour_baseline(
-    tables, di, pi, y, tr, te, seed: int, threads: int = 1, kmer: int | None = None
-) -> np.ndarray:
-    """The GB baseline with the model's 13 neighbourhood features added (same reference, same cold
-    simulation of the training rows), to show what those features alone give a tree model."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-    from threadpoolctl import threadpool_limits
-
-    from tools.dti.neighbours import COLD_DRUG, COLD_TARGET, NeighbourIndex
-    from tools.dti.train import TrainConfig
-
-    index = NeighbourIndex.from_tables(tables, di[tr], pi[tr], y[tr], kmer or TrainConfig().target_kmer)
-    ftr = index.features_for_tables(tables, di[tr], pi[tr])
-    rng = np.random.default_rng(seed)
-    p = TrainConfig().cold_simulation
-    ftr[rng.random(len(tr)) < p, COLD_DRUG] = 0.0
-    ftr[rng.random(len(tr)) < p, COLD_TARGET] = 0.0
-    fte = index.features_for_tables(tables, di[te], pi[te])
-
-    def feats(idx, nbr):
-        return np.hstack([tables.drugs["ecfp"][di[idx]], tables.proteins["comp"][pi[idx], :20], nbr])
-
-    clf = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.2, random_state=seed)
-    with threadpool_limits(threads):
-        clf.fit(feats(tr, ftr), y[tr])
-        return clf.predict_proba(feats(te, fte))[:, 1]
 
 
 def paired_bootstrap_delta(
@@ -126,7 +70,7 @@ def _train_eval(tables, di, pi, y, tr, te, cfg) -> tuple[float, float, float, np
     model, _ = fit(tables, Pairs(di[tr], pi[tr], y[tr]), cfg)
     pn, pb = predict_parts(model, tables, di[te], pi[te], threads=cfg.threads)
     p = blend(model, pn, pb)
-    return (*_metrics(y[te], p), time.time() - t, p, pn if pb is not None else None)
+    return (*auroc_auprc(y[te], p), time.time() - t, p, pn if pb is not None else None)
 
 
 def config_overrides(items: Sequence[str]) -> dict:
@@ -240,12 +184,12 @@ def evaluate(
             rows.append(model_row)
             _log(f"{name} {split} seed {seed} fold {fold}: model AUROC {au:.4f} AUPRC {ap:.4f} ({secs:.0f}s)")
             if pn is not None:
-                au, ap = _metrics(y[te], pn)
+                au, ap = auroc_auprc(y[te], pn)
                 rows.append(base | {"method": NETWORKS, "auroc": au, "auprc": ap, "seconds": secs})
                 _log(f"{name} {split} seed {seed} fold {fold}: networks only AUROC {au:.4f} AUPRC {ap:.4f}")
             t = time.time()
             pg = gb_baseline(tables, di, pi, y, tr, te, seed, cfg.threads)
-            au, ap = _metrics(y[te], pg)
+            au, ap = auroc_auprc(y[te], pg)
             delta, lo, hi = paired_bootstrap_delta(y[te], pm, pg, seed=seed)
             model_row |= {"delta_auroc_vs_gb": delta, "delta_ci_low": lo, "delta_ci_high": hi}
             rows.append(
@@ -254,7 +198,7 @@ def evaluate(
             _log(f"{name} {split} seed {seed} fold {fold}: GB    AUROC {au:.4f} AUPRC {ap:.4f}")
             t = time.time()
             p_nbr = gb_neighbour_baseline(tables, di, pi, y, tr, te, seed, cfg.threads, cfg.target_kmer)
-            au, ap = _metrics(y[te], p_nbr)
+            au, ap = auroc_auprc(y[te], p_nbr)
             rows.append(base | {"method": GB_NEIGHBOURS, "auroc": au, "auprc": ap, "seconds": time.time() - t})
             _log(f"{name} {split} seed {seed} fold {fold}: GB+nbr AUROC {au:.4f} AUPRC {ap:.4f}")
             for ab in ablations if seed in ablation_seeds else ():
@@ -609,7 +553,8 @@ def plot(summary: list[dict], path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evals.dti.data import DRUGBAN_SETS, DTIAM_SETS, SHARED, SPLITS
+    from evals.dti.data import DRUGBAN_SETS, DTIAM_SETS, SPLITS
+    from evals.shared_data import shared_data_path
 
     ap = argparse.ArgumentParser(
         prog="python -m evals.dti", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -664,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--screen", type=int, default=0, help="Screening benchmark with N molecules (0 = skip).")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--data", type=Path, default=SHARED, help="Folder with dtiam/ and drugban/.")
+    ap.add_argument("--data", type=Path, default=shared_data_path("dti"), help="Folder with dtiam/ and drugban/.")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument(
         "--config",

@@ -64,8 +64,8 @@ def _csv(path: Path) -> tuple[list[str], list[str], np.ndarray]:
 
 def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path) -> dict[str, Any]:
     from evals.dti.data import load_dtiam
+    from evals.dti.methods import auroc_auprc, gb_baseline
     from evals.dti.protocol import keys_of, shared_pair_mask
-    from evals.dti.run import _metrics, gb_baseline
     from tools.dti.provenance import file_record, file_sha256, overlap, overlap_text, pairs_sha256
     from tools.dti.registry import SHIPPED, card_path
     from tools.dti.train import Pairs, TrainConfig, build_tables, fit, predict, save_checkpoint
@@ -143,8 +143,8 @@ def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path
     for (label, te), pg in zip(kept.items(), gbs, strict=True):
         if len(np.unique(y[te])) < 2:
             continue
-        au, apr = _metrics(y[te], predict(model, tables, di[te], pi[te], threads=threads))
-        gau, gapr = _metrics(y[te], pg)
+        au, apr = auroc_auprc(y[te], predict(model, tables, di[te], pi[te], threads=threads))
+        gau, gapr = auroc_auprc(y[te], pg)
         metrics[label] |= {
             "pairs_evaluated": len(te),
             "auroc": round(au, 4),
@@ -209,14 +209,14 @@ def build(name: str, data: Path, threads: int, epochs: int | None, out_dir: Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evals.dti.data import SHARED
+    from evals.shared_data import shared_data_path
     from tools.dti.registry import WEIGHTS_DIR
 
     ap = argparse.ArgumentParser(prog="python -m evals.dti.ship")
     ap.add_argument("--models", nargs="*", default=list(PROTOCOLS), choices=list(PROTOCOLS))
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--data", type=Path, default=SHARED)
+    ap.add_argument("--data", type=Path, default=shared_data_path("dti"))
     ap.add_argument("--out-dir", type=Path, default=WEIGHTS_DIR)
     args = ap.parse_args(argv)
     import torch

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.scripted_endpoint import ScriptedLLM
+from evals.shared_data import shared_data_path
 from tools.errors import InvalidInput, ResearchError
 from tools.llm import ChatModel, OpenAIChat
 from tools.longctx.chunking import chunk_text
@@ -42,7 +43,6 @@ from tools.longctx.topologies import run_chunked
 from tools.paths import SAMPLE_DIR, output_dir
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "data" / "longctx"
 SAMPLES = SAMPLE_DIR / "longctx"
 
 
@@ -125,7 +125,7 @@ def kv_items(lengths: list[int], per_length: int, questions: int = 1) -> list[It
     """`per_length` haystacks per length; each asked its own key (`questions` 1) or `questions` keys spread over it."""
     out = []
     for length in lengths:
-        path = SHARED / "divideconquer_kv" / f"kv_{length}.jsonl"
+        path = shared_data_path("longctx", "divideconquer_kv", f"kv_{length}.jsonl")
         if path.is_file():
             rows = [json.loads(line) for line in path.read_text().splitlines()]
         else:
@@ -145,7 +145,7 @@ def kv_items(lengths: list[int], per_length: int, questions: int = 1) -> list[It
 
 
 def nq_questions(n: int) -> list[dict[str, Any]]:
-    path = SHARED / "lost_in_the_middle" / "nq-open-oracle.jsonl.gz"
+    path = shared_data_path("longctx", "lost_in_the_middle", "nq-open-oracle.jsonl.gz")
     rows = []
     if path.is_file():
         with gzip.open(path, "rt", encoding="utf-8") as f:
@@ -162,7 +162,8 @@ def nq_questions(n: int) -> list[dict[str, Any]]:
 
 def _haystack(min_chars: int) -> str:
     """Public-domain books joined until they reach `min_chars` (the bundled one, repeated, if needed)."""
-    books = sorted((SHARED / "gutenberg").glob("pg*.txt")) if (SHARED / "gutenberg").is_dir() else []
+    folder = shared_data_path("longctx", "gutenberg")
+    books = sorted(folder.glob("pg*.txt")) if folder.is_dir() else []
     books = books or [SAMPLES / "alice.txt"]
     texts: list[str] = []
     i = 0

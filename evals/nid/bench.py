@@ -9,7 +9,7 @@ of every position, log-softmax, then the identifier's rows. Both give the same l
 tolerance `TOLERANCE` nats). On the embedded model the loop runs on every `loop_every`-th context and the
 time per context is compared. Threads = cores on both sides.
 
-    python -m evals.nid.bench            # or: research-mcp eval nid --bench
+    python -m evals.nid.bench [--quick]   # or: research-mcp eval nid --bench [--quick]
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import numpy as np
 
 TOLERANCE = 1e-3  # nats; float32 sums in a different order (cached prefix vs one pass, batch shapes)
 BENCH_DATASETS = ("tweets", "jsonlite_md5", "opacus_git_log", "serialversionuid")
+# --quick: fewer byte-LM contexts, two data sets on the embedded model, the loop on every 8th context
+QUICK = {"byte_contexts": 128, "datasets": ("tweets", "jsonlite_md5"), "loop_every": 8}
 
 
 def _sets(dataset: str, n_nids: int, gids: int, seed: int):
@@ -139,7 +141,7 @@ def bench_gemma(*, gids: int = 15, nids_per_dataset: int = 1, loop_every: int = 
 
 
 def bench(out: Path, *, gids: int = 15, byte_contexts: int = 512, nids_per_dataset: int = 1, loop_every: int = 4,
-          prefix: int = 64, suffix: int = 8, threads: int | None = None, log=print) -> dict:
+          prefix: int = 64, suffix: int = 8, threads: int | None = None, datasets=BENCH_DATASETS, log=print) -> dict:
     import torch
 
     from tools.atomic import write_text
@@ -151,7 +153,7 @@ def bench(out: Path, *, gids: int = 15, byte_contexts: int = 512, nids_per_datas
     log(f"byte LM: {b['contexts']} contexts, batched {b['batched_s']:.2f} s, per-string loop {b['loop_s']:.2f} s, "
         f"ratio {b['ratio']:.1f}x, max |d log p| {b['max_abs_diff']:.1e}")
     g = rows["gemma3_270m"] = bench_gemma(gids=gids, nids_per_dataset=nids_per_dataset, loop_every=loop_every,
-                                          prefix=prefix, suffix=suffix)
+                                          prefix=prefix, suffix=suffix, datasets=datasets)
     for name, r in g.items():
         log(f"Gemma 3 270M, {name} ({r['identifier_tokens']:.0f} identifier tokens): {r['contexts']} contexts "
             f"batched {r['per_context_batched_ms']:.0f} ms each; per-string loop on {r['looped_contexts']} "
@@ -180,8 +182,9 @@ def perf_rows(quick: bool) -> list[dict]:
              "on {r:.1f}x as many rows (every position), a bound the ratio can pass only by the loop's small-batch "
              "inefficiency")
     with tempfile.TemporaryDirectory() as tmp:
-        b = bench_bytelm(Path(tmp), contexts=128 if quick else 512)
-    g = bench_gemma(datasets=("tweets", "jsonlite_md5") if quick else BENCH_DATASETS, loop_every=8 if quick else 4)
+        b = bench_bytelm(Path(tmp), contexts=QUICK["byte_contexts"] if quick else 512)
+    g = bench_gemma(datasets=QUICK["datasets"] if quick else BENCH_DATASETS,
+                    loop_every=QUICK["loop_every"] if quick else 4)
     out = [{"target": f"NID scoring, byte LM, {b['contexts']} contexts (NID + 15 GIDs, 64+8 chars)",
             "ours": b["per_context_batched_ms"], "baseline": b["per_context_loop_ms"], "unit": "ms",
             "ratio": b["ratio"], "goal": ">= 5x", "met": b["ratio"] >= 5, "limit": "small model: Python per call",
@@ -206,9 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loop-every", type=int, default=4)
     ap.add_argument("--prefix", type=int, default=64, help="context characters before the identifier")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: every core)")
+    ap.add_argument("--quick", action="store_true", help="fewer contexts and data sets (the sizes of perf --quick)")
     a = ap.parse_args(argv)
-    bench(a.out or (output_dir() / "eval_nid_bench"), nids_per_dataset=a.nids, loop_every=a.loop_every,
-          prefix=a.prefix, threads=a.threads)
+    bench(a.out or (output_dir() / "eval_nid_bench"), nids_per_dataset=a.nids, prefix=a.prefix, threads=a.threads,
+          **(QUICK if a.quick else {"loop_every": a.loop_every}))
     return 0
 
 

@@ -95,9 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     a = _args(argv)
     out = a.out or (output_dir() / "eval_nid")
     if a.bench:
-        from evals.nid.bench import bench
+        from evals.nid.bench import QUICK, bench
 
-        bench(out, threads=max(a.threads, 2))
+        bench(out, threads=max(a.threads, 2), **(QUICK if a.quick else {}))
         return 0
     if a.real:
         import os

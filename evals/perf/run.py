@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.atomic import atomic_output
+from tools.paths import output_dir
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -496,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="few repetitions: checks every benchmark runs (seconds)")
     ap.add_argument("--only", nargs="+", choices=[*OWN, *FAMILIES], default=None,
                     help="run only these benchmarks (default: all)")
-    ap.add_argument("--out", type=Path, default=None, help=f"output folder (default {RESULTS.relative_to(REPO)})")
+    ap.add_argument("--out", type=Path, default=None, help=f"output folder (default {RESULTS.relative_to(REPO)}; "
+                    "--quick: <output dir>/eval-perf)")
     ap.add_argument("--family", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--modules", nargs="+", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -510,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for line in table_lines(rows):
         print(line)
-    paths = write_outputs(rows, header, args.out or RESULTS, "perf_quick" if args.quick else "perf")
+    out = args.out or (output_dir() / "eval-perf" if args.quick else RESULTS)
+    paths = write_outputs(rows, header, out, "perf_quick" if args.quick else "perf")
     print("\nwrote " + ", ".join(str(p) for p in paths))
     return 0 if all(r.get("same_output") is not False and not str(r.get("limit", "")).startswith("FAILED")
                     for r in rows) else 1

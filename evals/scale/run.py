@@ -125,9 +125,18 @@ def _run(job: str, workers: int, path: Path, env: dict[str, str], in_process: bo
     if in_process:  # --quick: one process for every configuration (fresh clusters, so fresh workers)
         from tools.settings import reload_settings
 
+        saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         reload_settings()
-        return json.loads(json.dumps(one(job, workers, str(path)), default=str))
+        try:
+            return json.loads(json.dumps(one(job, workers, str(path)), default=str))
+        finally:  # the caller's environment again (its output folder, not the run's scratch one)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            reload_settings()
     proc = subprocess.run([sys.executable, "-m", "evals.scale.run", "--one", job, str(workers), str(path)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=7200)
     if proc.returncode != 0:

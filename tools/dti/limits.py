@@ -2,7 +2,10 @@
 
 from pydantic import BaseModel, Field
 
+from tools.limits import register_limits
 
+
+@register_limits("dti")
 class DTILimits(BaseModel):
     max_batch: int = Field(200_000, description="Most molecules or pairs one call scores.")
     max_protein_length: int = Field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -128,6 +128,13 @@ def dti_validate(
         proteins=prots[:cap],
         report_csv=csv_path,
     )
+
+
+def no_valid_item(result: dict[str, Any]) -> str | None:
+    """Why a `dti_validate` result holds nothing usable: a kind of item given, none of it valid."""
+    bad = [f"0 of {result[f'{kind}_checked']} {kind} valid" for kind in ("molecules", "proteins")
+           if result[f"{kind}_checked"] and not result[f"{kind}_valid"]]
+    return "; ".join(bad) + " (each item's error says why)" if bad else None
 
 
 # ------------------------------------------------------------------ dti_featurize
@@ -341,6 +348,13 @@ def dti_score(
         scores_csv=csv_path,
         seconds=round(time.time() - t0, 3),
     )
+
+
+def no_row_scored(result: dict[str, Any]) -> str | None:
+    """Why a `dti_score` or `dti_screen` result holds nothing usable: no row could be scored."""
+    if result["scored"]:
+        return None
+    return f"0 of {result['rejected']} rows could be scored (each row's error says why)"
 
 
 # ------------------------------------------------------------------ dti_screen

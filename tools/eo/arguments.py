@@ -65,7 +65,7 @@ def crs_name(grid: Any) -> str | None:
 
 def load_scene(scene: str | list[str], product: str | None = None) -> Any:
     """The `Scene` named by a tool's `scene` argument (folder, metadata file, STAC item or band files)."""
-    from tools.eo.scenes import open_scene
+    from tools.eo.detection import open_scene
 
     return open_scene(scene, product)
 

@@ -20,7 +20,7 @@ def eo_list_scenes(
 
     Use it first: path, product, platform, date and bands per scene (at most 100).
     """
-    from tools.eo.scenes import find_scenes
+    from tools.eo.detection import find_scenes
 
     root = SAMPLE_DIR / "eo" if folder is None else resolve_input(folder)
     found = find_scenes(root)

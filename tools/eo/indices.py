@@ -98,7 +98,7 @@ def resolve_name(name: str) -> str:
     folded = {k.lower(): k for k in cat}
     if n.lower() in folded:
         return folded[n.lower()]
-    raise unknown_name("spectral index", n, list(cat) + list(ALIASES))
+    raise unknown_name("spectral index", n, cat, aliases=ALIASES, listed_by="eo_list_indices")
 
 
 @dataclass

@@ -2,7 +2,10 @@
 
 from pydantic import BaseModel, Field
 
+from tools.limits import register_limits
 
+
+@register_limits("eo")
 class EOLimits(BaseModel):
     max_pixels: int = Field(400_000_000, description="Largest raster (width x height) a tool processes.")
     block_size: int = Field(1024, description="Edge of the square windows pixel work is done in.")

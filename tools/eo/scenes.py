@@ -1,7 +1,8 @@
-"""Scene detection: which product a folder or file list holds, and where each band is.
+"""Scenes: the `Scene` every eo_ tool works on, and where each band is.
 
 Landsat Collection-1/2 Level-1/2 (from MTL.txt / MTL.json and the USGS file names) and Sentinel-2
-L1C/L2A (from MTD_MSIL*.xml, tileInfo.json, the SAFE product name and the ESA file names).
+L1C/L2A (from MTD_MSIL*.xml, tileInfo.json, the SAFE product name and the ESA file names). Which product a
+folder, file list or STAC item holds is decided in `tools.eo.detection`.
 """
 
 from __future__ import annotations
@@ -13,16 +14,14 @@ from pathlib import Path
 
 from tools.eo import metadata as md
 from tools.eo.sensors import MSI, MSI_BAND_ID, MSI_L2A_EXTRA, BandSpec, landsat_bands
-from tools.errors import InvalidInput, NotFound, unknown_name
-from tools.paths import resolve_input
+from tools.errors import InvalidInput, unknown_name
 
 RASTER_SUFFIXES = {".tif", ".tiff", ".jp2", ".vrt"}
 LANDSAT_KEY = re.compile(
     r"(?:^|_)(SR_B\d+|ST_B\d+|ST_[A-Z]+|QA_PIXEL|QA_RADSAT|SR_QA_AEROSOL|BQA|B6_VCID_[12]|B\d{1,2})$")
 S2_KEY = re.compile(r"(?:^|_)(B0[1-9]|B1[0-2]|B8A|SCL|AOT|WVP)(?:_(\d+)M)?$")
-_LANDSAT_NAME = re.compile(r"^L([COTEM])0?([4-9])")
-_S2_PRODUCT = re.compile(r"S2([ABC])_MSI(L1C|L2A)_\d{8}T\d{6}_N(\d{2})(\d{2})")
-_MAX_FILES = 500
+LANDSAT_NAME = re.compile(r"^L([COTEM])0?([4-9])")
+S2_PRODUCT = re.compile(r"S2([ABC])_MSI(L1C|L2A)_\d{8}T\d{6}_N(\d{2})(\d{2})")
 
 
 @dataclass
@@ -99,114 +98,11 @@ class Scene:
         )
 
 
-def _raster_files(paths: list[Path]) -> list[Path]:
+def raster_files(paths: list[Path]) -> list[Path]:
     return [p for p in paths if p.is_file() and p.suffix.lower() in RASTER_SUFFIXES]
 
 
-def _gather(inputs: list[Path]) -> tuple[Path, list[Path]]:
-    files: list[Path] = []
-    root = inputs[0] if inputs[0].is_dir() else inputs[0].parent
-    for p in inputs:
-        if p.is_dir():
-            found = sorted(x for x in p.rglob("*") if x.is_file() and len(x.relative_to(p).parts) <= 6)
-            files.extend(found[: _MAX_FILES + 1])
-        else:
-            files.append(p)
-    if len(files) > _MAX_FILES:
-        raise InvalidInput(f"The scene holds more than {_MAX_FILES} files.", hint="Point at one product's folder.")
-    if len(inputs) == 1 and inputs[0].is_file():
-        # A metadata file or one band: take the whole folder it sits in.
-        files = sorted(x for x in inputs[0].parent.iterdir() if x.is_file())
-    return root, files
-
-
-PRODUCTS = ("landsat-c1-l1", "landsat-c2-l1", "landsat-c2-l2", "sentinel-2-l1c", "sentinel-2-l2a")
-
-
-def open_scene(scene: str | list[str], product: str | None = None) -> Scene:
-    """Detect the product in a folder, a metadata file, a STAC item JSON, or a list of band files (paths or
-    sample:// URIs).
-
-    `product` (one of PRODUCTS) names the product when the files cannot: Sentinel-2 bands with plain names
-    (B04.tif, B08.tif) and no MTD XML, tileInfo.json or STAC item beside them. Metadata found beside the
-    bands (MTL, MTD XML, tileInfo.json, a STAC item) is read first; a STAC item is used when none of the
-    others is there.
-    """
-    if product is not None and product not in PRODUCTS:
-        raise InvalidInput(f"Unknown product {product!r}.", hint=f"Use one of {', '.join(PRODUCTS)}.")
-    items = [scene] if isinstance(scene, str) else list(scene)
-    if not items:
-        raise InvalidInput("No scene was given.", hint="Pass a folder, an MTL file or a list of band files.")
-    paths = [resolve_input(s) for s in items]
-    from tools.eo import stac
-
-    if len(paths) == 1 and paths[0].is_file() and stac.is_stac_item(paths[0]):
-        return _as_product(stac.scene_from_stac_item(paths[0]), product)
-    root, files = _gather(paths)
-    names = [f.name.upper() for f in files]
-    mtl = next((f for f in files if re.search(r"MTL\.(TXT|JSON)$", f.name.upper())), None)
-    s2meta = next((f for f in files if re.match(r"MTD_MSIL(1C|2A)\.XML$", f.name.upper())), None)
-    tileinfo = next((f for f in files if f.name == "tileInfo.json"), None)
-    rasters = _raster_files(files)
-    if mtl is None and s2meta is None and tileinfo is None:
-        beside = sorted(root.glob("*.json")) if all(p.is_file() for p in paths) else []
-        item = next((f for f in [*files, *beside] if f.suffix.lower() == ".json" and stac.is_stac_item(f)), None)
-        if item is not None:
-            listed = [p for p in paths if p.is_file() and p.suffix.lower() in RASTER_SUFFIXES]
-            return _as_product(_only(stac.scene_from_stac_item(item), listed), product)
-    if not rasters:
-        raise InvalidInput(
-            f"No raster files (.tif, .tiff, .jp2) in {root}.",
-            hint="Point at a folder holding a Landsat or Sentinel-2 product's band files.",
-        )
-    if product is not None:
-        if product.startswith("landsat"):
-            return _as_product(_landsat(root, files, rasters, mtl), product)
-        return _as_product(_sentinel2(root, files, rasters, s2meta, tileinfo, product.rsplit("-", 1)[1].upper()),
-                           product)
-    landsat_named = any(_LANDSAT_NAME.match(n) for n in names)
-    s2_named = any(_S2_PRODUCT.search(str(f).upper()) for f in files) or any(
-        S2_KEY.search(f.stem.upper()) and f.stem.upper().endswith(("B8A", "B8A_20M", "B12", "B12_20M"))
-        for f in rasters)
-    if mtl is not None or (landsat_named and s2meta is None and tileinfo is None):
-        return _landsat(root, files, rasters, mtl)
-    if s2meta is not None or tileinfo is not None or s2_named:
-        return _sentinel2(root, files, rasters, s2meta, tileinfo)
-    raise InvalidInput(
-        f"Cannot tell which product {root} holds: no MTL (Landsat), no MTD_MSIL*.xml or tileInfo.json "
-        "(Sentinel-2), no STAC item JSON, and no band file names of either.",
-        hint="Name the product (product='sentinel-2-l2a', 'sentinel-2-l1c', 'landsat-c2-l2'...), keep the "
-        "product's metadata file or STAC item beside its bands, or use the USGS/ESA file names "
-        "(..._B4.TIF, ..._SR_B4.TIF, ..._B04.jp2, ..._B04_10m.jp2).",
-    )
-
-
-def _as_product(scene: Scene, product: str | None) -> Scene:
-    if product is not None and scene.product != product:
-        raise InvalidInput(
-            f"product={product!r} was given, but the files and metadata describe a {scene.product} scene.",
-            hint="Drop the product argument, or point at the scene that product names.",
-        )
-    return scene
-
-
-def _only(scene: Scene, listed: list[Path]) -> Scene:
-    """The scene restricted to the band files a caller listed (all of them when none was listed)."""
-    if not listed:
-        return scene
-    wanted = {p.resolve() for p in listed}
-    bands = {k: b for k, b in scene.bands.items() if b.path.resolve() in wanted}
-    unknown = wanted - {b.path.resolve() for b in bands.values()}
-    if unknown:
-        raise InvalidInput(
-            f"{', '.join(sorted(p.name for p in unknown))} is not an asset of the STAC item beside it.",
-            hint="List only the item's band files, or pass the item JSON itself.",
-        )
-    scene.bands = bands
-    return scene
-
-
-def _landsat(root: Path, files: list[Path], rasters: list[Path], mtl: Path | None) -> Scene:
+def landsat_from_files(root: Path, files: list[Path], rasters: list[Path], mtl: Path | None) -> Scene:
     groups: md.Groups = {}
     if mtl is not None:
         groups = md.read_mtl_json(mtl) if mtl.suffix.lower() == ".json" else md.read_mtl_txt(mtl)
@@ -236,7 +132,7 @@ def landsat_scene(root: Path, groups: md.Groups, metadata_file: Path | None, key
     name_src = " ".join(f.name.upper() for f in files)
     spacecraft = md.lookup(groups, "SPACECRAFT_ID")
     if spacecraft is None:
-        m = next((_LANDSAT_NAME.match(f.name.upper()) for f in files if _LANDSAT_NAME.match(f.name.upper())), None)
+        m = next((LANDSAT_NAME.match(f.name.upper()) for f in files if LANDSAT_NAME.match(f.name.upper())), None)
         if m is None:
             raise InvalidInput(f"{root} has no MTL and no Landsat file names.",
                                hint="Keep the MTL file with the bands.")
@@ -275,7 +171,7 @@ def landsat_scene(root: Path, groups: md.Groups, metadata_file: Path | None, key
     )
 
 
-def _sentinel2(root: Path, files: list[Path], rasters: list[Path], s2meta: Path | None,
+def sentinel2_from_files(root: Path, files: list[Path], rasters: list[Path], s2meta: Path | None,
                tileinfo: Path | None, level: str | None = None) -> Scene:
     groups: md.Groups = {}
     if s2meta is not None:
@@ -303,8 +199,8 @@ def sentinel2_scene(root: Path, groups: md.Groups, metadata_file: Path | None, k
     given, else the product name's or product type's, else `fallback_level`."""
     info = groups.get("S2_PRODUCT", {})
     product_name = info.get("PRODUCT_URI") or info.get("productName") or ""
-    m = _S2_PRODUCT.search(product_name.upper()) or next(
-        (x for x in (_S2_PRODUCT.search(str(f).upper()) for f in names) if x), None)
+    m = S2_PRODUCT.search(product_name.upper()) or next(
+        (x for x in (S2_PRODUCT.search(str(f).upper()) for f in names) if x), None)
     ptype = info.get("PRODUCT_TYPE", "").upper()
     found = (m.group(2) if m else None) or ("L2A" if "2A" in ptype else "L1C" if "1C" in ptype else None)
     if level is not None and found is not None and found != level:
@@ -356,30 +252,3 @@ def s2_offset_and_scale(scene: Scene, key: str) -> tuple[float, float]:
     except ValueError:
         new = False
     return (-1000.0 if new else 0.0), scale
-
-
-def find_scenes(folder: Path, max_depth: int = 4, limit: int = 100) -> list[tuple[Path, Scene | str]]:
-    """Every product folder under `folder` (one with an MTL, MTD XML, tileInfo.json or band files)."""
-    if not folder.is_dir():
-        raise NotFound(f"{folder} is not a folder.", hint="Pass a folder that holds scene folders.")
-    out: list[tuple[Path, Scene | str]] = []
-    candidates = [folder, *sorted(
-        d for d in folder.rglob("*") if d.is_dir() and len(d.relative_to(folder).parts) <= max_depth)]
-    seen: set[Path] = set()
-    for d in candidates:
-        if len(out) >= limit:
-            break
-        if any(d.is_relative_to(s) for s in seen):
-            continue
-        direct = [f for f in d.iterdir() if f.is_file()]
-        has_meta = any(re.search(r"(MTL\.(txt|json)|MTD_MSIL..\.xml|tileInfo\.json)$", f.name, re.I) for f in direct)
-        has_bands = any(LANDSAT_KEY.search(f.stem.upper()) or S2_KEY.search(f.stem.upper())
-                        for f in _raster_files(direct))
-        if not (has_meta or has_bands):
-            continue
-        try:
-            out.append((d, open_scene(str(d))))
-            seen.add(d)
-        except (InvalidInput, NotFound) as exc:
-            out.append((d, str(exc)))
-    return out

@@ -4,7 +4,7 @@
     scene = scene_from_stac_item("S2B_32TQM_20230105_0_L2A.json")   # -> tools.eo.scenes.Scene
     scene.processing_baseline, scene.acquired, scene.cloud_cover, sorted(scene.bands)
 
-The returned `Scene` is what every eo_ tool works on (`open_scene` calls this for an item JSON, or for the
+The returned `Scene` is what every eo_ tool works on (`detection.open_scene` calls this for an item JSON, or for the
 item beside a folder of band files), so a time series over many items opens one scene per item.
 
 What is read (pystac):

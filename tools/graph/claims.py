@@ -144,16 +144,26 @@ def node_sets(part: str, reader: Reader) -> list[tuple[int, int, list[str]]]:
 
 def pairs(part: str, reader: Reader) -> list[tuple[int, int, str, str]]:
     """Node pairs of `part`: `a0: j1`, `applicant 0: job 2`, `0 -> 4`, `0 - 4`, `(0, 4)`, `0 matched to 4`;
-    as (start, end, token, token)."""
+    as (start, end, token, token). NLGraph's `applicant N: job M` names the nodes `aN` and `jM` where the
+    graph names its two sides so."""
     tok = reader.token
     sep = r"\s*(?::|->|→|=>|—|–|-|\bgets\b|\btakes\b|\bmatched\s+(?:to|with)\b|\bwith\b|\bto\b)\s*"
-    pat = re.compile(rf"(?:(?i:applicant)\s+)?({tok}){sep}(?:(?i:job)\s+)?({tok})(?!\s*(?:->|→|=>|-))"
-                     rf"|\(\s*({tok})\s*,\s*({tok})\s*\)", reader.flags)
+    pat = re.compile(rf"(?:(?P<applicant>(?i:applicant))\s+)?(?P<a>{tok}){sep}(?:(?P<job>(?i:job))\s+)?(?P<b>{tok})"
+                     rf"(?!\s*(?:->|→|=>|-))|\(\s*(?P<c>{tok})\s*,\s*(?P<d>{tok})\s*\)", reader.flags)
     out = []
     for m in pat.finditer(part):
-        a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        if m.group("a"):
+            a = _side(m.group("a"), "a", m.group("applicant"), reader)
+            b = _side(m.group("b"), "j", m.group("job"), reader)
+        else:
+            a, b = m.group("c"), m.group("d")
         out.append((m.start(), m.end(), a, b))
     return out
+
+
+def _side(tok: str, prefix: str, word: str | None, reader: Reader) -> str:
+    """`aN` (or `jN`) for the number N of "applicant N" ("job N") when the graph has that node, else `tok`."""
+    return f"{prefix}{tok}" if word and tok.isdigit() and f"{prefix}{tok}" in reader.named else tok
 
 
 def colour_map(part: str, reader: Reader) -> list[tuple[int, int, str, str]]:

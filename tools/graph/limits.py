@@ -2,7 +2,10 @@
 
 from pydantic import BaseModel, Field
 
+from tools.limits import register_limits
 
+
+@register_limits("graph")
 class GraphLimits(BaseModel):
     max_nodes: int = Field(2000, description="Largest graph (nodes) any graph tool accepts.")
     max_edges: int = Field(20000, description="Largest graph (edges) any graph tool accepts.")

@@ -589,7 +589,7 @@ def _verify_path(G: nx.Graph, p: Params, path: list[int], sol: Solution, weighte
 
 
 def verify_shortest_path(G, p, path, sol):
-    return _verify_path(G, p, path, sol, weighted=False)
+    return _verify_path(G, p, path, sol, weighted=is_weighted(G))  # a weighted graph asks the least total weight
 
 
 def verify_weighted_path(G, p, path, sol):

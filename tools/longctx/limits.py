@@ -2,7 +2,10 @@
 
 from pydantic import BaseModel, Field
 
+from tools.limits import register_limits
 
+
+@register_limits("longctx")
 class LongctxLimits(BaseModel):
     max_text_chars: int = Field(4_000_000, description="Longest text (characters) a longctx tool accepts.")
     max_chunks: int = Field(512, description="Most chunks one call may create.")

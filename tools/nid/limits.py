@@ -2,7 +2,10 @@
 
 from pydantic import BaseModel, Field
 
+from tools.limits import register_limits
 
+
+@register_limits("nid")
 class NIDLimits(BaseModel):
     max_text_chars: int = Field(5_000_000, description="Longest text nid_detect scans.")
     max_candidates: int = Field(1024, description="Most candidates (the NID and its GIDs) per identifier.")
