@@ -6,6 +6,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from mcp.server.mcpserver import MCPServer
 
+from server.jobtools import job_tools
 from server.resources import sample_resources
 from server.sampling import chat_model_for
 from server.toolcache import server_tools
@@ -21,6 +22,8 @@ research-mcp: research methods as tools.
 - dti_*: drug-target interaction scores, screening, explanations.
 Bundled sample data is listed as resources (sample://...); pass those URIs wherever a tool takes a path.
 Large outputs are written as files under the output folder and returned as paths with a summary.
+A call still running after RESEARCH_MCP_INLINE_BUDGET_S (40 s) answers with a job handle ({"job": {"id": ...}})
+and goes on: call jobs_wait with that id for its result (jobs_status, jobs_cancel, jobs_list also help).
 """
 
 
@@ -45,5 +48,5 @@ def build_server(families: list[str] | None = None, *, log_level: str | None = N
         resources=sample_resources(),
         warn_on_duplicate_tools=True,
         log_level=(log_level or get_settings().log_level).upper(),
-        tools=server_tools(families, chat_model_for),
+        tools=[*server_tools(families, chat_model_for), *job_tools()],
     )

@@ -104,6 +104,10 @@ class Settings(BaseSettings):
         1_000_000, description="Most JSON values (list items, object members) in one call's arguments."
     )
     max_result_chars: int = Field(200_000, description="Largest tool result text; bigger results go to files.")
+    inline_budget_s: float = Field(
+        40.0, ge=0, description="A tool call still running after this many seconds answers with a job handle and "
+        "goes on as a job (jobs_wait collects its result); below every MCP host's request timeout. 0: never a job.",
+    )
     llm: LLMSettings = Field(default_factory=LLMSettings)
     graph: GraphLimits = Field(default_factory=GraphLimits)
     eo: EOLimits = Field(default_factory=EOLimits)
