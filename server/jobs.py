@@ -339,6 +339,30 @@ def handle_result(row: JobRow) -> CallToolResult:
     return _as_result(handle_payload(row))
 
 
+HANDLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"job": {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "tool": {"type": "string"}, "state": {"enum": [RUNNING]},
+                       "elapsed_s": {"type": "number"}, "progress": {"type": ["object", "null"]},
+                       "poll_after_s": {"type": "number"}, "message": {"type": "string"}},
+        "required": ["id", "tool", "state", "message"],
+    }},
+    "required": ["job"],
+}
+
+
+def with_job_handle(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A tool's output schema with the job handle declared as its other answer (None stays None: nothing published).
+
+    Every tool may answer with a handle, so a published output schema must go through here, or a client that
+    checks results against it (the MCP SDKs, the Inspector) would refuse the handle.
+    """
+    if schema is None:
+        return None
+    return {"type": "object", "anyOf": [schema, HANDLE_SCHEMA]}
+
+
 def is_handle(structured: Any) -> bool:
     """Whether a tool's structured result is a job handle."""
     return (isinstance(structured, dict) and set(structured) == {"job"} and isinstance(structured["job"], dict)

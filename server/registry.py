@@ -496,6 +496,7 @@ class ResearchTool(Tool):
     def output_schema(self) -> dict[str, Any] | None:
         # Not published: the results' full schemas would more than double `tools/list`. Each result still carries
         # structured content, validated on the server against the full model; the description says what returns.
+        # A schema published here must pass through `server.jobs.with_job_handle`: any call may answer with a handle.
         return None
 
 
