@@ -38,6 +38,7 @@ STATES = (RUNNING, *TERMINAL)
 HEARTBEAT_S = 5.0
 STALE_S = 60.0  # a running job owned on another machine whose heartbeat is this old has lost its process
 PRUNE_EVERY_S = 3600.0
+RECONCILE_EVERY_S = 1.0  # a listing checks the owners of running jobs at most this often (a status, every time)
 MAX_ARGUMENT_CHARS = 100_000
 
 _SCHEMA = """
@@ -146,6 +147,7 @@ class JobStore:
         self.path = path
         self._local = threading.local()
         self._pruned = 0.0
+        self._reconciled = 0.0
         db = self._db()
         db.execute("PRAGMA journal_mode=WAL")
         with self._connect() as tx:
@@ -165,9 +167,11 @@ class JobStore:
         return db
 
     @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """One transaction: a writing one takes the write lock at once (so it never has to upgrade), a reading one
+        sees one snapshot and blocks no one."""
         db = self._db()
-        db.execute("BEGIN IMMEDIATE")
+        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
             yield db
         except BaseException:
@@ -221,7 +225,7 @@ class JobStore:
         if not job_ids:
             return []
         marks = ",".join("?" * len(job_ids))
-        with self._connect() as db:
+        with self._connect(write=False) as db:
             rows = db.execute(f"SELECT id FROM jobs WHERE cancel_requested = 1 AND state = 'running' "
                               f"AND id IN ({marks})", job_ids).fetchall()
         return [r["id"] for r in rows]
@@ -236,20 +240,20 @@ class JobStore:
         return n > 0
 
     def get(self, job_id: str) -> JobRow | None:
-        with self._connect() as db:
+        with self._connect(write=False) as db:
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             return None
         job = JobRow.from_sql(row)
         if job.state == RUNNING and self._lost(job):
             self.reconcile()
-            with self._connect() as db:
+            with self._connect(write=False) as db:
                 job = JobRow.from_sql(db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())
         return job
 
     def recent(self, limit: int, state: str | None = None, tool: str | None = None) -> tuple[list[JobRow], int]:
         """The newest `limit` jobs (optionally of one state or tool), newest first, and how many match in all."""
-        self.reconcile()
+        self.reconcile(every_s=RECONCILE_EVERY_S)
         self.prune()
         where, params = [], []
         if state:
@@ -259,7 +263,7 @@ class JobStore:
             where.append("tool = ?")
             params.append(tool)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        with self._connect() as db:
+        with self._connect(write=False) as db:
             total = db.execute(f"SELECT COUNT(*) FROM jobs{clause}", params).fetchone()[0]
             rows = db.execute(f"SELECT id, tool, '{{}}' AS arguments, state, owner, created, updated, heartbeat, "
                               f"finished, progress, NULL AS result, error, files, cancel_requested FROM jobs{clause} "
@@ -273,10 +277,14 @@ class JobStore:
             return not running_here(job.id)
         return not owner_alive(job.owner, job.heartbeat, time.time() if now is None else now)
 
-    def reconcile(self) -> int:
-        """Mark `interrupted` every running job whose owning process is gone; how many were."""
+    def reconcile(self, every_s: float = 0.0) -> int:
+        """Mark `interrupted` every running job whose owning process is gone (unless a check ran in the last
+        `every_s` seconds); how many were."""
         now = time.time()
-        with self._connect() as db:
+        if now - self._reconciled < every_s:
+            return 0
+        self._reconciled = now
+        with self._connect(write=False) as db:
             rows = db.execute("SELECT * FROM jobs WHERE state = 'running'").fetchall()
         lost = [JobRow.from_sql(r) for r in rows]
         lost = [j for j in lost if self._lost(j, now)]
