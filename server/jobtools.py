@@ -8,6 +8,7 @@ exactly as it would have read the call's.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
@@ -19,12 +20,12 @@ from pydantic import Field
 
 from server import jobs
 from server.jobstore import STATES
-from server.registry import ResearchTool, strict_arguments
+from server.registry import ResearchTool, described_with_bounds, strict_arguments
 from tools.errors import ResearchError
 
 MAX_LIST = 100
 
-JobId = Annotated[str, Field(description="The job.id of a job handle, e.g. job-1a2b3c4d-0123456789abcdef.")]
+JobId = Annotated[str, Field(description="job.id of a job handle.")]
 
 
 class JobTool(ResearchTool):
@@ -52,14 +53,12 @@ def _worded(fn: Callable[..., Awaitable[CallToolResult]]) -> Callable[..., Await
 @_worded
 async def jobs_wait(
     job_id: JobId,
-    timeout_s: Annotated[float | None, Field(ge=0, description="Most seconds to wait (default and cap: the "
-                                             "inline budget, RESEARCH_MCP_INLINE_BUDGET_S).")] = None,
+    timeout_s: Annotated[float | None, Field(ge=0, description="Default and most: the inline budget.")] = None,
     ctx: Context | None = None,
 ) -> CallToolResult:
-    """Wait for a job (a long call that answered with a job handle) and return its result as the tool would have.
+    """Wait for a job (a long call answered with a handle) and return its tool's own result or error once it ends.
 
-    Returns as soon as the job ends: its tool's own result (or error). If it is still running when the wait ends,
-    answers with the handle again (progress so far): call jobs_wait again.
+    Still running when the wait ends: the handle again, with progress; call jobs_wait again.
     """
     row = await jobs.wait(job_id, jobs.wait_budget(timeout_s), watcher=ctx)
     if row.state == jobs.RUNNING:
@@ -69,43 +68,34 @@ async def jobs_wait(
 
 @_worded
 async def jobs_status(job_id: JobId) -> CallToolResult:
-    """A job's state (running, done, failed, cancelled, interrupted), progress, arguments, timings, files, next step.
-
-    Does not wait; jobs_result or jobs_wait return the result itself.
-    """
+    """A job's state (running, done, failed, cancelled, interrupted), progress, arguments, times, files, next step."""
     return _structured(jobs.status_payload(jobs.find(job_id)))
 
 
 @_worded
 async def jobs_result(job_id: JobId) -> CallToolResult:
-    """The result of a finished job, exactly as its tool returned it (at once; an error says why there is none).
-
-    A running job has none yet (use jobs_wait); a cancelled or interrupted one has none (it says how to rerun).
-    """
+    """A finished job's result as its tool returned it, at once; else an error saying why (and how to rerun)."""
     return jobs.result_of(jobs.find(job_id))
 
 
 @_worded
 async def jobs_cancel(job_id: JobId) -> CallToolResult:
-    """Cancel a running job: its work stops within about a second and leaves no finished-looking output file.
-
-    Returns its status (state cancelled). A job that already ended is left as it is.
-    """
+    """Cancel a running job: it stops within a second, leaving no finished-looking file. Returns its status."""
     return _structured(jobs.status_payload(await jobs.cancel(job_id)))
 
 
 @_worded
 async def jobs_list(
-    limit: Annotated[int, Field(ge=1, le=MAX_LIST, description="Most jobs listed.")] = 20,
+    limit: Annotated[int, Field(ge=1, le=MAX_LIST)] = 20,
     state: Literal[STATES] | None = None,  # type: ignore[valid-type]
-    tool: Annotated[str | None, Field(description="Only jobs of this tool.", max_length=200)] = None,
+    tool: Annotated[str | None, Field(max_length=200)] = None,
 ) -> CallToolResult:
-    """The recent jobs of this server's output folder, newest first: id, tool, state, start, elapsed, progress."""
+    """Recent jobs of this output folder, newest first: id, tool, state, start, elapsed, progress."""
     return _structured(jobs.listing(limit, state, tool))
 
 
 _TOOLS = (
-    (jobs_wait, "Wait for a job's result", True),
+    (jobs_wait, "Wait for a job", True),
     (jobs_status, "Job status", True),
     (jobs_result, "Job result", True),
     (jobs_cancel, "Cancel a job", False),
@@ -119,6 +109,7 @@ def job_tools() -> list[ResearchTool]:
     for fn, title, read_only in _TOOLS:
         hints = ToolAnnotations(read_only_hint=read_only or None, destructive_hint=False, idempotent_hint=True,
                                 open_world_hint=False)
-        tool = JobTool.from_function(fn, name=fn.__name__, title=title, annotations=hints)
+        tool = JobTool.from_function(fn, name=fn.__name__, title=title, annotations=hints,
+                                     description=described_with_bounds("jobs", inspect.getdoc(fn) or ""))
         out.append(strict_arguments(tool, tool.fn_metadata))
     return out
