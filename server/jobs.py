@@ -300,7 +300,7 @@ def _progress_text(progress: dict[str, Any] | None) -> str:
         return "no progress reported yet"
     done, total, message = progress.get("done"), progress.get("total"), progress.get("message")
     text = f"{done:g}/{total:g}" if isinstance(total, int | float) and total else f"{done:g} done"
-    return f"{text} ({message})" if message else text
+    return f"{text}, {message}" if message else text
 
 
 def poll_after_s(row: JobRow, now: float | None = None) -> float:
@@ -319,8 +319,8 @@ def handle_payload(row: JobRow) -> dict[str, Any]:
     """The structured content of a job handle."""
     budget = get_settings().inline_budget_s
     elapsed = time.time() - row.created
-    message = (f"{row.tool} is still running as job {row.id} ({_progress_text(row.progress)}, {elapsed:.0f} s so "
-               f"far) and goes on in the background. Call jobs_wait with job_id=\"{row.id}\" to wait up to "
+    message = (f"{row.tool} is still running as job {row.id} after {elapsed:.0f} s ({_progress_text(row.progress)}) "
+               f"and goes on in the background. Call jobs_wait with job_id=\"{row.id}\" to wait up to "
                f"{budget:g} s for its result; call it again while it answers 'running'. jobs_status shows the "
                "progress, jobs_cancel stops it.")
     return {"job": {"id": row.id, "tool": row.tool, "state": row.state, "elapsed_s": round(elapsed, 1),

@@ -390,3 +390,20 @@ async def test_finished_jobs_follow_the_output_retention(monkeypatch: pytest.Mon
         os.utime(p, (old, old))
     sweep_outputs()
     assert (isolated_settings / f"{STATE_PREFIX}jobs.sqlite").is_file()  # the sweep of files keeps the store
+
+
+def test_the_readme_handle_is_what_the_server_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("RESEARCH_MCP_INLINE_BUDGET_S", "40")
+    reload_settings()
+    block = re.search(r"```json\n(\{\"job\".*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    shown = json.loads(block.group(1))["job"]
+    row = JobRow(id=shown["id"], tool=shown["tool"], arguments={}, state="running", owner="x",
+                 created=time.time() - shown["elapsed_s"], updated=0, heartbeat=0, progress=shown["progress"])
+    answered = jobs.handle_payload(row)["job"]
+    assert {k: v for k, v in answered.items() if k != "elapsed_s"} == {k: v for k, v in shown.items()
+                                                                       if k != "elapsed_s"}
+    assert answered["elapsed_s"] == pytest.approx(shown["elapsed_s"], abs=0.5)
