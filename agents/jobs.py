@@ -18,11 +18,11 @@ import contextlib
 import hashlib
 import json
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from tools.sqlfile import SQLiteFile
 
 BOOK_NAME = "tool-jobs.sqlite"
 FOLLOW_STATES = ("running", "done", "failed")
@@ -32,25 +32,13 @@ class JobBook:
     """Which job each call of a run is waiting for, until its result is delivered."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._local = threading.local()
+        self._file = SQLiteFile(path)
         with self._tx() as db:
             db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, job_id TEXT NOT NULL, "
                        "tool TEXT NOT NULL, created REAL NOT NULL)")
 
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        db = getattr(self._local, "db", None)
-        if db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = self._local.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _tx(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._file.transaction()
 
     def pending(self, key: str) -> str | None:
         with self._tx() as db:

@@ -22,13 +22,13 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tools.paths import state_path
 from tools.settings import get_settings
+from tools.sqlfile import SQLiteFile
 
 STORE_NAME = "jobs.sqlite"
 FORMAT = 1
@@ -145,39 +145,17 @@ class JobStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._local = threading.local()
+        self._file = SQLiteFile(path, wal=True)
         self._pruned = 0.0
         self._reconciled = 0.0
-        db = self._db()
-        db.execute("PRAGMA journal_mode=WAL")
         with self._connect() as tx:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 tx.execute(statement)
             tx.execute(f"PRAGMA user_version={FORMAT}")
         self.prune()
 
-    def _db(self) -> sqlite3.Connection:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
-        return db
-
-    @contextlib.contextmanager
-    def _connect(self, write: bool = True) -> Iterator[sqlite3.Connection]:
-        """One transaction: a writing one takes the write lock at once (so it never has to upgrade), a reading one
-        sees one snapshot and blocks no one."""
-        db = self._db()
-        db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def _connect(self, write: bool = True) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._file.transaction(write)
 
     # -- written by the owner
 

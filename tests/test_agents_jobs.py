@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from agents.connection import ServerTarget
 from agents.jobs import BOOK_NAME
 from agents.react import ask
-from tests.conftest import REPO, free_port, server_env, start_http_server
+from tests.conftest import REPO, free_port, server_env, start_http_server, stop_server
 from tests.scripted_llm import ScriptedLLM
 from tools.settings import reload_settings
 
@@ -115,8 +115,7 @@ async def test_a_killed_workflow_run_resumes_with_its_jobs_result(tmp_path: Path
             stdout, stderr = resumed.communicate(timeout=600)
             trainings = (await client.call_tool("jobs_list", {"tool": "nid_train_model"})).structured_content
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_server(server)
     assert resumed.returncode == 0, stderr[-3000:]
     run = json.loads(stdout.strip().splitlines()[-1])
     assert run["status"] == "done" and run["answer"].rstrip().splitlines()[-1].startswith("Answer: ")

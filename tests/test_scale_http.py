@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import REPO, free_port, server_env
+from tests.conftest import REPO, free_port, server_env, stop_server
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 CALLS = 500
@@ -32,12 +32,7 @@ def two_worker_server(tmp_path_factory):
     url = f"http://127.0.0.1:{port}/mcp"
     _wait_until_both_answer(proc, url, out / "server.log")
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    stop_server(proc)
     log.close()
 
 

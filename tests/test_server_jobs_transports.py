@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from server.jobs import is_handle
-from tests.conftest import REPO, free_port, server_env, start_http_server
+from tests.conftest import REPO, free_port, server_env, start_http_server, stop_server
 from tools.settings import reload_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -113,23 +113,13 @@ async def http_client(url: str) -> Any:
         yield client
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     out = tmp_path_factory.mktemp("http-jobs")
     port = free_port()
     proc = start_http_server(port, _env(out))
     yield f"http://127.0.0.1:{port}/mcp", out
-    _stop(proc)
+    stop_server(proc)
 
 
 # ---------------------------------------------------------------------------------------------- the Python SDK client
@@ -233,7 +223,7 @@ async def test_a_killed_server_leaves_no_job_running_and_its_finished_jobs_after
             again = await client.call_tool("jobs_result", {"job_id": finished_id})
             running = (await client.call_tool("jobs_list", {"state": "running"})).structured_content
     finally:
-        _stop(proc)
+        stop_server(proc)
     assert status["state"] == "interrupted" and status["arguments"] == ENDLESS[1], status
     assert "To run it again, call graph_solve with" in status["message"]
     assert not again.is_error and again.structured_content == finished
@@ -262,7 +252,7 @@ async def test_a_job_started_through_one_server_process_is_waited_on_and_cancell
             seen_by_a = (await a.call_tool("jobs_status", {"job_id": endless})).structured_content
     finally:
         for proc in procs:
-            _stop(proc)
+            stop_server(proc)
     print(f"\ncancel through another process: answered 'cancelled' after {took:.2f} s")
     assert not waited.is_error and waited.structured_content == owned.structured_content
     assert waited.structured_content["steps"] > 0 and Path(waited.structured_content["checkpoint"]).is_file()
