@@ -175,17 +175,21 @@ class Job:
 
     def settle(self, state: str, error: str | None = None) -> None:
         """The call ended in `state`; a job's outcome goes to the store."""
-        self.state = state
         if self.store is not None and self.id is not None:
             result = None
-            if state == "done":
+            if state == "done" and not isinstance(self.outcome, CallToolResult):  # only a pinned call answers so
+                state, error = "failed", f"[internal_error] {self.tool} answered with no tool result."
+            elif state == "done":
                 result = self.outcome.model_dump(mode="json", by_alias=True, exclude_none=True)
             try:
                 self.store.finish(self.id, state, result=result, error=error, progress=self.progress,
                                   files=list(self.files))
+            except Exception:  # the waiters here still learn the outcome; the store reads it interrupted
+                logger.exception("job %s (%s): its outcome could not be saved", self.id, self.tool)
             finally:
                 _LIVE.pop(self.id, None)
             logger.info("job %s (%s) %s after %.1f s", self.id, self.tool, state, time.time() - self.created)
+        self.state = state
         self.done.set()
 
 
@@ -214,9 +218,6 @@ async def _execute(job: Job, body: Callable[[], Awaitable[Any]]) -> None:
         job.settle("failed", _error_text(job.exception))
     elif not finished:
         job.settle("interrupted", _STOPPED)
-    elif not isinstance(job.outcome, CallToolResult):
-        job.exception = RuntimeError(f"{job.tool} answered with {type(job.outcome).__name__}, not a tool result")
-        job.settle("failed", f"[internal_error] {job.tool} answered with no tool result.")
     else:
         job.settle("done")
 

@@ -407,3 +407,32 @@ def test_the_readme_handle_is_what_the_server_answers(monkeypatch: pytest.Monkey
     assert {k: v for k, v in answered.items() if k != "elapsed_s"} == {k: v for k, v in shown.items()
                                                                        if k != "elapsed_s"}
     assert answered["elapsed_s"] == pytest.approx(shown["elapsed_s"], abs=0.5)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_call_that_samples_the_clients_model_outlives_the_budget(mode: str, monkeypatch) -> None:
+    """Mid-call sampling goes on after the handle (the session outlives the request); sampling in rounds of
+    InputRequiredResult needs its request, so such a call stays inline however long it takes."""
+    from mcp.types import CreateMessageResult, TextContent
+
+    from evals.longctx.scripted import PaperRules
+
+    monkeypatch.setenv("RESEARCH_MCP_INLINE_BUDGET_S", "0.2")
+    reload_settings()
+    item = json.loads(sample_path("longctx/kv_retrieval.jsonl").read_text().splitlines()[6])
+    rules = PaperRules()
+
+    async def sampling(context, params) -> CreateMessageResult:
+        await anyio.sleep(0.1)  # a client's model takes its time: the call outlives the 0.2 s budget
+        reply = rules({"messages": [{"role": "user", "content": params.messages[-1].content.text}]})
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text=reply), model="client")
+
+    async with Client(build_server(["longctx"], log_level="CRITICAL"), sampling_callback=sampling, mode=mode) as c:
+        first = await c.call_tool("longctx_answer", {"task": item["input"].strip(), "text": item["context"],
+                                                     "task_kind": "retrieval", "chunk_tokens": 700})
+        handed_over = jobs.is_handle(first.structured_content)
+        result = await _wait(c, first.structured_content["job"]["id"]) if handed_over else first
+    assert handed_over == (mode == "legacy")
+    assert not result.is_error, _text(result)
+    assert result.structured_content["answer"] == item["answer"]
+    assert result.structured_content["model"] == "mcp-sampling"
