@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
         from rich.markup import escape
 
         err.print("[bold red]error[/] " + escape(" ".join(getattr(c, "text", "") for c in result.content)),
-                  highlight=False)
+                  highlight=False, soft_wrap=True)  # one line, whatever the terminal's width
         return 1
     data = result.structured_content
     if args.action == "list" and not args.json:

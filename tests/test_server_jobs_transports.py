@@ -169,11 +169,13 @@ needs_npx = pytest.mark.skipif(shutil.which("npx") is None, reason="npx (Node.js
 
 
 @needs_npx
-def test_inspector_over_http_gets_a_handle_then_the_direct_result(direct, http_server) -> None:
+@pytest.mark.parametrize("call", [DTI, FINETUNE], ids=lambda c: c[0])
+def test_inspector_over_http_gets_a_handle_then_the_direct_result(call, direct, http_server) -> None:
     url, out = http_server
+    tool, args = call
     inspector([url, "--transport", "http"], ["--method", "tools/list"], server_env())  # npx fetches it once
-    took, first = inspector([url, "--transport", "http"], _tool_call(*DTI), server_env())
-    print(f"\ninspector http {DTI[0]}: handle after {took:.2f} s (node start-up included)")
+    took, first = inspector([url, "--transport", "http"], _tool_call(tool, args), server_env())
+    print(f"\ninspector http {tool}: handle after {took:.2f} s (node start-up included)")
     assert took < HANDLE_LIMIT_S and not first.get("isError"), first
     assert is_handle(first["structuredContent"])
     job_id = first["structuredContent"]["job"]["id"]
@@ -182,7 +184,7 @@ def test_inspector_over_http_gets_a_handle_then_the_direct_result(direct, http_s
         assert not answer.get("isError"), answer
         if not is_handle(answer["structuredContent"]):
             break
-    assert fingerprint(DTI[0], answer["structuredContent"], out) == direct[DTI[0]]
+    assert fingerprint(tool, answer["structuredContent"], out) == direct[tool]
 
 
 @needs_npx
