@@ -66,12 +66,12 @@ CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 # ---------------------------------------------------------------------------------------------- owners
 
 
-@functools.cache
 def this_owner() -> str:
     """This process as a job owner: host, process id and the process's start time (so a reused pid differs)."""
     return _owner_of(os.getpid())
 
 
+@functools.cache
 def _owner_of(pid: int) -> str:
     import psutil
 
@@ -288,15 +288,15 @@ class JobStore:
                               (now - days * 86400.0,)).rowcount
 
 
-_stores: dict[Path, JobStore] = {}
+_stores: dict[tuple[Path, int], JobStore] = {}
 _stores_lock = threading.Lock()
 
 
 def job_store() -> JobStore:
-    """The store of the current output folder (opened once per process and folder)."""
-    path = state_path(STORE_NAME)
+    """The store of the current output folder (opened once per process and folder; a forked child opens its own)."""
+    key = (state_path(STORE_NAME), os.getpid())
     with _stores_lock:
-        store = _stores.get(path)
+        store = _stores.get(key)
         if store is None:
-            store = _stores[path] = JobStore(path)
+            store = _stores[key] = JobStore(key[0])
     return store
