@@ -128,15 +128,21 @@ def _quiet_adapter_import() -> Any:
 
 
 @contextlib.asynccontextmanager
-async def open_tools(target: ServerTarget) -> AsyncIterator[ToolBox]:
-    """Connect to `target` once, yield its tools, and close the session (and subprocess) at the end."""
+async def open_tools(target: ServerTarget, book: Any = None) -> AsyncIterator[ToolBox]:
+    """Connect to `target` once, yield its tools, and close the session (and subprocess) at the end.
+
+    A call that answers with a job handle is waited for to its result (`agents.jobs`); with a `JobBook`,
+    a resumed run collects the job a killed run was waiting for."""
+    from agents.jobs import follow_jobs
+
     adapter_cls = _quiet_adapter_import()
     transport = target.transport()
     adapter = adapter_cls(transport)
     try:
         async with adapter:
             remote = await adapter.client.list_tools()
-            tools = {t.name: text_only(t) for t in await adapter.list_tools()}
+            followed = follow_jobs({t.name: t for t in await adapter.list_tools()}, book)
+            tools = {name: text_only(t) for name, t in followed.items()}
             info = {
                 t.name: ToolInfo(
                     name=t.name,

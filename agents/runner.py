@@ -170,7 +170,10 @@ async def open_session(target: ServerTarget, out: Path | None = None):
     out = out or output_dir()
     if not target.url and target.log_file is None:  # the server's own log goes to a file, not the terminal
         target = dataclasses.replace(target, log_file=runs_dir(out) / "server.log")
-    async with open_tools(target) as box, checkpointer(runs_dir(out) / "checkpoints.sqlite") as saver:
+    from agents.jobs import BOOK_NAME, JobBook
+
+    book = JobBook(runs_dir(out) / BOOK_NAME)
+    async with open_tools(target, book) as box, checkpointer(runs_dir(out) / "checkpoints.sqlite") as saver:
         yield Session(box=box, saver=saver, target=target, out=out)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from server.jobtools import job_tools
 from server.links import add_output_resources
 from server.prompts import add_prompts
 from server.registry import enabled_families
@@ -30,6 +31,8 @@ Bundled sample data is listed as resources (sample://...); pass those URIs where
 The five workflows are prompts (eo, nid, dti, qa, graph): each lays out the tool calls in order.
 Large outputs are written as files under the output folder, returned as paths with a summary and as
 resource links (output://...) that resources/read returns; pictures also come inline as PNG images.
+A call still running after RESEARCH_MCP_INLINE_BUDGET_S (40 s) answers with a job handle ({"job": {"id": ...}})
+and goes on: call jobs_wait with that id for its result (jobs_status, jobs_cancel, jobs_list also help).
 """
 
 
@@ -70,7 +73,7 @@ def build_server(families: list[str] | None = None, *, log_level: str | None = N
         resources=sample_resources(),
         warn_on_duplicate_tools=True,
         log_level=(log_level or get_settings().log_level).upper(),
-        tools=server_tools(families, chat_model_for),
+        tools=[*server_tools(families, chat_model_for), *job_tools()],
     )
     add_output_resources(server)
     add_prompts(server, enabled_families(families))

@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("rest", nargs=argparse.REMAINDER)
     e = sub.add_parser("eval", help=EVAL_HELP, add_help=False)
     e.add_argument("rest", nargs=argparse.REMAINDER)
+    j = sub.add_parser("jobs", help="the jobs long calls became: jobs list | status ID | wait ID | result ID | "
+                       "cancel ID", add_help=False)
+    j.add_argument("rest", nargs=argparse.REMAINDER)
     m = sub.add_parser("llm", help="the embedded model: llm serve | llm status | llm stop", add_help=False)
     m.add_argument("rest", nargs=argparse.REMAINDER)
     return p
@@ -105,6 +108,7 @@ def _call(tool: str, arguments: str) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from server.app import build_server
+    from server.jobcli import call_and_wait
 
     args = _load_arguments(arguments)
     err = Console(stderr=True)
@@ -118,7 +122,7 @@ def _call(tool: str, arguments: str) -> int:
                 bar.update(task, completed=done, total=total, description=message or tool)
 
             async with Client(build_server(log_level="CRITICAL")) as client:
-                return await client.call_tool(tool, args, progress_callback=on_progress)
+                return await call_and_wait(client, tool, args, on_progress)  # a long call's job is waited for
 
     result = anyio.run(run)
     from rich.markup import escape
@@ -381,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
         return _delegate("agents.cli", argv[1:], "agent runner", "agent")
     if argv and argv[0] == "llm":
         return _llm(argv[1:])
+    if argv and argv[0] == "jobs":
+        from server.jobcli import main as jobs_main
+
+        return jobs_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "serve":
         if args.workers < 1 or (args.workers > 1 and not args.http):

@@ -32,7 +32,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.from_thread
@@ -47,6 +47,7 @@ from mcp_types import InputRequiredResult
 from pydantic import BaseModel, Field, RootModel, ValidationError
 
 import tools
+from server.jobs import pin_current_call, progress_target, run_call
 from server.links import attach_outputs
 from server.sampling import RoundSampling
 from server.schemas import portable
@@ -415,7 +416,12 @@ class ArgumentsModel(FuncMetadata):
 
 
 class ResearchTool(Tool):
-    """A `Tool` that refuses unknown arguments with the known ones and words argument errors plainly."""
+    """A `Tool` that refuses unknown arguments with the known ones and words argument errors plainly.
+
+    A call still running after the inline budget answers with a job handle and goes on as a job (`server.jobs`).
+    """
+
+    becomes_job: ClassVar[bool] = True
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         problem = argument_problem(self.name, self.parameters, arguments)
@@ -427,20 +433,27 @@ class ResearchTool(Tool):
             raise ToolError(f"[limit_exceeded] The arguments of {self.name} hold more than {limit:,} JSON values "
                             "(list items and object members). Pass a large input as a file path instead, or raise "
                             "the bound with the environment variable RESEARCH_MCP_MAX_ARGUMENT_VALUES.")
-        try:
-            result = await super().run(arguments, context, convert_result=convert_result)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ArgumentsRejected):  # the arguments, not the tool body
-                raise ToolError(str(exc.__cause__)) from None
-            raise
-        if isinstance(result, CallToolResult):  # its output files as resource links, its pictures inline
-            result = await anyio.to_thread.run_sync(attach_outputs, result)
-        return result
+
+        async def call() -> Any:
+            try:
+                result = await Tool.run(self, arguments, context, convert_result=convert_result)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ArgumentsRejected):  # the arguments, not the tool body
+                    raise ToolError(str(exc.__cause__)) from None
+                raise
+            if isinstance(result, CallToolResult):  # its output files as resource links, its pictures inline
+                result = await anyio.to_thread.run_sync(attach_outputs, result)
+            return result
+
+        if not (convert_result and self.becomes_job):
+            return await call()
+        return await run_call(self.name, arguments, context, call)
 
     @cached_property
     def output_schema(self) -> dict[str, Any] | None:
         # Not published: the results' full schemas would more than double `tools/list`. Each result still carries
         # structured content, validated on the server against the full model; the description says what returns.
+        # A schema published here must pass through `server.jobs.with_job_handle`: any call may answer with a handle.
         return None
 
 
@@ -469,6 +482,11 @@ def build_tool(spec: ToolSpec, llm_factory: LLMFactory) -> ResearchTool:
     meta = tool.fn_metadata
     if model is not None:
         meta = FuncMetadata(arg_model=meta.arg_model, output_schema=_UNPUBLISHED_OUTPUT, output_model=model)
+    return strict_arguments(tool, meta)
+
+
+def strict_arguments(tool: ResearchTool, meta: FuncMetadata) -> ResearchTool:
+    """`tool` with a compact input schema that refuses unknown arguments, and argument errors worded plainly."""
     # Unknown top-level arguments are refused by `ResearchTool.run` before validation, so the SDK's argument model
     # and the schema it derived serve as they are: a stricter model copy would cost a second schema build per tool.
     schema = _compact(portable(_inline_defs(tool.parameters)))
@@ -476,7 +494,7 @@ def build_tool(spec: ToolSpec, llm_factory: LLMFactory) -> ResearchTool:
     tool.parameters = schema
     tool.fn_metadata = ArgumentsModel(arg_model=meta.arg_model, output_schema=meta.output_schema,
                                       output_model=meta.output_model, wrap_output=meta.wrap_output,
-                                      tool_name=spec.name, tool_schema=schema)
+                                      tool_name=tool.name, tool_schema=schema)
     return tool
 
 
@@ -505,15 +523,17 @@ def adapt(spec: ToolSpec, llm_factory: LLMFactory) -> Callable[..., Any]:
             if wants["llm"]:
                 kwargs["llm"] = llm_factory(ctx)
             cap = capacity()
+            reporter = progress_target(ctx)  # the call's job while it runs as one, which passes progress on
             async with cap.slot(heavy or False, fn.__name__):
                 if is_async and isinstance(kwargs.get("llm"), RoundSampling):
+                    pin_current_call()  # rounds of the client's model need this request: never a job
                     result = await _call_in_rounds(fn, kwargs, ctx, wants["progress"])
                     if isinstance(result, InputRequiredResult):
                         return result
                 elif is_async:
-                    result = await _call_async(fn, kwargs, ctx, wants["progress"])
+                    result = await _call_async(fn, kwargs, reporter, wants["progress"])
                 else:
-                    result = await _call_in_thread(fn, kwargs, ctx, wants["progress"], cap, heavy)
+                    result = await _call_in_thread(fn, kwargs, reporter, wants["progress"], cap, heavy)
             _check_size(fn.__name__, result)
             logger.info("tool %s finished in %.3f s", fn.__name__, time.perf_counter() - started)
             if not spec.read_only:
@@ -615,9 +635,11 @@ def described_with_bounds(family: str, doc: str) -> str:
     return f"{doc}\n\n{line}" if doc else line
 
 
-async def _call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context, wants_progress: bool,
+async def _call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Any, wants_progress: bool,
                           cap: Capacity, heavy: bool) -> Any:
-    """Run `fn` in a worker thread; a cancel marks its `Progress` cancelled and waits for the thread to stop."""
+    """Run `fn` in a worker thread; a cancel marks its `Progress` cancelled and waits for the thread to stop.
+
+    Progress goes to `ctx.report_progress` (`ctx` is the request's `Context`, or the call's job)."""
 
     def send(done: float, total: float | None, message: str | None) -> None:
         anyio.from_thread.run(functools.partial(ctx.report_progress, done, total, message))
@@ -729,7 +751,7 @@ def _importing(frame: Any) -> bool:
     return False
 
 
-async def _call_async(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Context, wants_progress: bool) -> Any:
+async def _call_async(fn: Callable[..., Any], kwargs: dict[str, Any], ctx: Any, wants_progress: bool) -> Any:
     if not wants_progress:
         progress = Progress()
         try:

@@ -101,3 +101,15 @@ def start_http_server(port: int, env: dict[str, str], host: str = "127.0.0.1") -
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("server did not start within 60 s")
+
+
+def stop_server(proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """Terminate a server subprocess, killing it if it has not exited within `timeout` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

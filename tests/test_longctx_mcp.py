@@ -22,7 +22,7 @@ KV = [json.loads(line) for line in sample_path("longctx/kv_retrieval.jsonl").rea
 async def test_tools_listed_with_annotations_and_hidden_injections():
     async with Client(build_server(["longctx"])) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
-    assert set(tools) == NAMES
+    assert {n for n in tools if not n.startswith("jobs_")} == NAMES  # the job tools come with every family
     answer = tools["longctx_answer"]
     assert answer.annotations.open_world_hint is True
     assert "llm" not in answer.input_schema["properties"] and "progress" not in answer.input_schema["properties"]

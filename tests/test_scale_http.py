@@ -1,5 +1,7 @@
 """`research-mcp serve --http --workers 2`: several stateless server processes behind one port answer 500
-concurrent cheap calls (light tools, not held back by the heavy-call queue), every one with its own answer."""
+concurrent cheap calls (light tools, not held back by the heavy-call queue), every one with its own answer, and
+a long call's job is collected through whichever process takes the request (the 1 s inline budget makes a
+small training a job)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import REPO, free_port, server_env
+from tests.conftest import REPO, free_port, server_env, stop_server
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 CALLS = 500
@@ -22,7 +24,8 @@ CALLS = 500
 def two_worker_server(tmp_path_factory):
     port = free_port()
     out = tmp_path_factory.mktemp("http-workers")
-    env = server_env(RESEARCH_MCP_OUTPUT_DIR=str(out), RESEARCH_MCP_LOG_LEVEL="WARNING", RESEARCH_MCP_DASK_WORKERS="1")
+    env = server_env(RESEARCH_MCP_OUTPUT_DIR=str(out), RESEARCH_MCP_LOG_LEVEL="WARNING", RESEARCH_MCP_DASK_WORKERS="1",
+                     RESEARCH_MCP_INLINE_BUDGET_S="1")
     log = (out / "server.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "server", "serve", "--http", "--workers", "2", "--host", "127.0.0.1",
@@ -32,12 +35,7 @@ def two_worker_server(tmp_path_factory):
     url = f"http://127.0.0.1:{port}/mcp"
     _wait_until_both_answer(proc, url, out / "server.log")
     yield url
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+    stop_server(proc)
     log.close()
 
 
@@ -130,3 +128,25 @@ def test_any_server_process_reads_an_output_file_by_its_uri(two_worker_server) -
         return await asyncio.gather(*(one(i) for i in range(16)))
 
     assert all(data == drawing.read_bytes() for data in asyncio.run(reads()))
+
+
+def _call(url: str, i: int, name: str, arguments: dict) -> dict:
+    """One tools/call on a fresh connection (so any server process may take it); its result."""
+    body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    r = httpx.post(url, json=body, headers=HEADERS, timeout=60)
+    r.raise_for_status()
+    return _result(r.text)["result"]
+
+
+def test_a_job_is_collected_through_any_server_process(two_worker_server) -> None:
+    train = {"datasets": ["jsonlite_md5"], "per_dataset": 12, "epochs": 6, "d_model": 16, "n_layer": 1}
+    first = _call(two_worker_server, 1, "nid_train_model", train)
+    job_id = first["structuredContent"]["job"]["id"]
+    deadline = time.monotonic() + 300
+    while "job" in (done := _call(two_worker_server, 2, "jobs_wait", {"job_id": job_id}))["structuredContent"]:
+        assert time.monotonic() < deadline
+    assert not done.get("isError") and done["structuredContent"]["steps"] > 0
+    states = {_call(two_worker_server, 3 + i, "jobs_status", {"job_id": job_id})["structuredContent"]["state"]
+              for i in range(8)}
+    again = _call(two_worker_server, 20, "jobs_result", {"job_id": job_id})
+    assert states == {"done"} and again["structuredContent"] == done["structuredContent"]

@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from tools.progress import note_output
+
 PARTIAL_MARK = ".partial"
 
 
@@ -46,6 +48,7 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
         if not tmp.exists():
             raise FileNotFoundError(f"the writer did not create {tmp}")
         os.replace(tmp, final)
+        note_output(final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -67,6 +70,7 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
+        note_output(final)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -27,7 +27,8 @@ SAMPLE_DIR = Path(__file__).resolve().parent / "sample_data"
 SAMPLE_SCHEME = "sample://"
 OUTPUT_SCHEME = "output://"
 MAX_PATH_CHARS = 4096
-MARKER = ".research-mcp-output"
+STATE_PREFIX = ".research-mcp-"  # the marker and research-mcp's own state files (the job store): never swept
+MARKER = f"{STATE_PREFIX}output"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 logger = logging.getLogger("research_mcp")
@@ -42,6 +43,11 @@ def output_dir() -> Path:
     elif not (out / MARKER).exists() and not any(out.iterdir()):
         (out / MARKER).touch()
     return out
+
+
+def state_path(name: str) -> Path:
+    """A file of research-mcp's own state in the output folder (`.research-mcp-<name>`), which the sweep keeps."""
+    return output_dir() / f"{STATE_PREFIX}{name}"
 
 
 def check_path_text(text: str) -> str:
@@ -180,7 +186,7 @@ def sweep_outputs(*, now: float | None = None) -> SweepReport:
     for folder, _dirs, names in os.walk(out, followlinks=False):
         for name in names:
             p = Path(folder) / name
-            if p == out / MARKER:
+            if folder == str(out) and name.startswith(STATE_PREFIX):
                 continue
             try:
                 st = p.lstat()

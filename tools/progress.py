@@ -7,6 +7,9 @@ bound to the request; direct Python callers may pass their own or none.
 
 The MCP layer also makes the request's `Progress` the current one while the tool runs, so code deep
 inside a tool that has no `progress` parameter can still stop at a cancel with `checkpoint()`.
+
+Inside `collecting_outputs()`, every finished output file (`tools.atomic` calls `note_output` when it
+puts one in place) is added to the collected list, so a caller learns which files a call wrote.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from tools.errors import Cancelled
 
@@ -77,3 +81,26 @@ def running(progress: Progress) -> Iterator[Progress]:
         yield progress
     finally:
         _CURRENT.reset(token)
+
+
+_OUTPUTS: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("research_mcp_outputs", default=None)
+
+
+@contextlib.contextmanager
+def collecting_outputs() -> Iterator[list[str]]:
+    """Collect, in the yielded list, the output files finished inside the block (worker threads it starts too)."""
+    files: list[str] = []
+    token = _OUTPUTS.set(files)
+    try:
+        yield files
+    finally:
+        _OUTPUTS.reset(token)
+
+
+def note_output(path: str | Path) -> None:
+    """Record that `path` was just put in place as a finished output (nothing happens outside a collection)."""
+    files = _OUTPUTS.get()
+    if files is not None:
+        text = str(path)
+        if text not in files:
+            files.append(text)

@@ -116,6 +116,10 @@ class Settings(BaseSettings):
     max_resource_mb: float = Field(
         8.0, gt=0, description="Largest output file resources/read returns (output://...); larger ones are refused."
     )
+    inline_budget_s: float = Field(
+        40.0, ge=0, description="A tool call still running after this many seconds answers with a job handle and "
+        "goes on as a job (jobs_wait collects its result); below every MCP host's request timeout. 0: never a job.",
+    )
     llm: LLMSettings = Field(default_factory=LLMSettings)
 
     @field_validator("families", mode="before")

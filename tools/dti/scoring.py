@@ -401,8 +401,8 @@ def dti_screen(
 ) -> ScreenResult:
     """Screen a molecule library of any size against one target on Dask: score, rank, write the top-k.
 
-    Returns the top 20 (one hit per InChIKey), hits CSV/SDF, a PNG grid of the top 8 with the atoms that drive each
-    score, a Parquet of all scores and rejected records. Bounded by max_screen_rows.
+    Returns the top 20 (one per InChIKey), hits CSV/SDF, a PNG grid of the top 8, a Parquet of all scores. Bounded
+    by max_screen_rows.
     """
     from tools.dti.library import library_kind, screen_library
     from tools.execution import will_distribute

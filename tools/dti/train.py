@@ -628,7 +628,8 @@ def predict(
 
 def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
     """Write weights (float16 where lossless enough), config, model card and the neighbourhood reference
-    (training pairs, packed drug fingerprints, sequences) to one .pt file."""
+    (training pairs, packed drug fingerprints, sequences) to one .pt file, byte for byte the same for the same
+    model."""
     import torch
 
     state = {k: (v.half() if v.is_floating_point() and v.numel() > 1000 else v) for k, v in model.state_dict().items()}
@@ -652,10 +653,15 @@ def save_checkpoint(model: Any, path: Path, card: dict[str, Any]) -> Path:
             k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
             for k, v in model.neighbours.state().items()
         }
-    from tools.atomic import atomic_output
+    import io
 
-    with atomic_output(path) as tmp:
-        torch.save(blob, tmp)
+    from tools.atomic import write_bytes
+
+    # Serialized in memory, not to the temporary file: torch names the archive after the file it writes, so the
+    # temporary name would make each checkpoint's bytes differ; these are the same for the same training.
+    buffer = io.BytesIO()
+    torch.save(blob, buffer)
+    write_bytes(path, buffer.getvalue())
     return Path(path)
 
 

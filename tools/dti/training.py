@@ -99,7 +99,7 @@ def dti_train(
     seed: int = 0,
     progress: Progress | None = None,
 ) -> TrainResult:
-    """Train a GRAM-DTI model on your own labelled pairs (long: reports progress, honours cancel).
+    """Train a GRAM-DTI model on your own labelled pairs (long).
 
     Reports held-out AUROC/AUPRC; the model then serves dti_score / dti_screen / dti_explain. Bounded by
     max_train_pairs and max_train_epochs.

@@ -20,11 +20,9 @@ class ThresholdRule(BaseModel):
 
 def eo_cloud_mask(
     scene: SceneArg,
-    classes: Annotated[list[str] | None, Field(description="Default cloud, shadow, cirrus, dilated_cloud. QA_PIXEL: "
-                       "dilated_cloud, cirrus, cloud, shadow, snow, water, clear, cloud_/shadow_/snow_/cirrus_ + "
-                       "low_/high_confidence, cloud_medium_confidence; BQA: cloud, cloud_high_confidence, shadow, "
-                       "snow, cirrus; SCL: cloud, cloud_medium, cloud_high, cirrus, shadow, snow, water, dark, "
-                       "saturated, vegetation, bare, unclassified, clear.")] = None,
+    classes: Annotated[list[str] | None, Field(description="Default cloud, shadow, cirrus, dilated_cloud; also "
+                       "snow, water, clear and confidence classes per QA layer (QA_PIXEL, BQA, SCL); an unknown "
+                       "class is refused with the layer's classes.")] = None,
     thresholds: Annotated[list[ThresholdRule] | None, Field(description="e.g. [{'layer': 'blue', 'op': '>', "
                           "'value': 0.25}].")] = None,
     combine: Annotated[Literal["any", "all"], Field(description="Flag where any / all classes and rules hold.")]

@@ -142,8 +142,7 @@ def eo_index_timeseries(
 ) -> TimeSeriesResult:
     """A spectral-index time series over many STAC items, with per-pixel trends, on Dask.
 
-    For stacks too big for one process: the mean series and trend, a CSV, and a GeoTIFF of per-pixel Sen's slope,
-    Mann-Kendall Z and p.
+    The mean series and trend, a CSV, and a GeoTIFF of per-pixel Sen's slope, Mann-Kendall Z and p.
     """
     from tools.eo.indices import resolve_name
     from tools.eo.rasters import Writer

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 GraphArg = Annotated[GraphSpec | None, Field(
-    description='JSON, e.g. {"edges": [[0, 1], [1, 2, 4.5]]}; nodes are integers or names (a0). Or `text`/`path`.')]
+    description='e.g. {"edges": [[0, 1], [1, 2, 4.5]]}; nodes: integers or names. Or `text`/`path`.')]
 TextArg = Annotated[str | None, Field(description="Graph text in `text_format`.")]
 TextFormatArg = Annotated[str | None, Field(description="Format of `text`/`path` (graph_serialize's).")]
 PathArg = Annotated[str | None, Field(description="File: JSON, or text in `text_format`.")]
@@ -313,8 +313,7 @@ def graph_solve(
 ) -> Solved:
     """Solve a graph task exactly: the answer, a witness (path, cycle, matching, cut...) and a random baseline.
 
-    NP-hard tasks use exact search, refused past max_nodes_np_hard nodes (max_nodes_max_cut for max_cut) or
-    max_search_steps.
+    NP-hard tasks: exact search to max_nodes_np_hard nodes (max_nodes_max_cut: max_cut), max_search_steps.
     """
     t = get_task(task)
     G = _load_graph(graph, text, text_format, path, directed)

@@ -32,11 +32,11 @@ Node = int | str
 class GraphSpec(BaseModel):
     """A graph as JSON: node labels (integers or names), edges as [u, v] or [u, v, weight]."""
 
-    nodes: list[Any] | None = Field(None, description="For isolated nodes.")
+    nodes: list[Any] | None = Field(None, description="Isolated ones.")
     edges: list[list[Any]] = Field(default_factory=list)
     directed: bool = False
     weights: list[float] | None = Field(None, description="One per edge.")
-    features: dict[str, list[float]] | None = Field(None, description="{label: [x, ...]} (gnn task).")
+    features: dict[str, list[float]] | None = Field(None, description="gnn task.")
 
 
 def _limits():

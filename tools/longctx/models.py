@@ -100,14 +100,14 @@ class ChooseResult(BaseModel):
 class SinglePoint(BaseModel):
     tokens: int = Field(gt=0)
     accuracy: float = Field(ge=0, le=1)
-    items: int | None = Field(None, gt=0, description="Items behind the accuracy.")
+    items: int | None = Field(None, gt=0, description="Items measured.")
 
 
 class ChunkedPoint(BaseModel):
     tokens: int = Field(gt=0)
-    chunk_tokens: int = Field(gt=0, description="Text tokens per chunk.")
+    chunk_tokens: int = Field(gt=0)
     accuracy: float = Field(ge=0, le=1)
-    items: int | None = Field(None, gt=0, description="Items behind the accuracy.")
+    items: int | None = Field(None, gt=0, description="Items measured.")
     n_chunks: int | None = Field(None, gt=0, description="Default: ceil(tokens/chunk_tokens).")
 
 

@@ -98,8 +98,7 @@ async def longctx_answer(
 ) -> AnswerResult:
     """Answer a question over a long text by splitting it into chunks that worker models read.
 
-    For texts too long for one call or lost in a whole read. Returns the answer, failed chunks, evidence spans,
-    calls and tokens.
+    Returns the answer, failed chunks, evidence spans, calls and tokens.
     """
     spec = _spec(task, task_kind, aggregate)
     body = load_text(text, path)
@@ -125,7 +124,7 @@ async def longctx_single_shot(
     encoding: EncodingArg = DEFAULT_ENCODING,
     llm: ChatModel | None = None,
 ) -> SingleShotResult:
-    """Answer a question with the whole text in one model call (the baseline chunking beats).
+    """Answer a question with the whole text in one model call (the baseline).
 
     Returns the answer and token counts. Past max_single_shot_tokens, use longctx_answer.
     """

@@ -27,7 +27,7 @@ def longctx_chunk(
 ) -> ChunkResult:
     """Split a long text into chunks of at most `chunk_tokens` tokens that cover all of it.
 
-    As longctx_answer reads it: spans, token counts, previews (texts in a JSONL file with write_file). Bounded by
+    Spans, token counts, previews (texts in a JSONL file with write_file). Bounded by
     max_text_chars and max_chunks.
     """
     body = load_text(text, path)

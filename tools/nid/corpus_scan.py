@@ -268,7 +268,7 @@ def nid_corpus_scan(
 ) -> CorpusScanResult:
     """Detect natural identifiers across a corpus of many files on Dask, optionally scoring them.
 
-    For JSONL dumps, Parquet shards, logs too big for nid_detect. Counts per type, identifiers with file and line, a
+    JSONL, Parquet, logs too big for nid_detect. Counts per type, identifiers with file and line, a
     CSV and, with `model`, an NPZ as nid_score's.
     """
     from tools.execution import map_partitions, will_distribute

@@ -45,7 +45,7 @@ def nid_detect(
     """Find natural identifiers (digests, commit ids, addresses, short URLs...) in a text: use it first.
 
     Types: git_commit, sha512, sha256, sha1, md5, eth_address, serial_version_uid, tco, uuid, sri, bitly, goo_gl,
-    tinyurl, owly, isgd, buffly, aws_access_key, uuid_hex. Each with type, span, casing, count. Bounded by
+    tinyurl, owly, isgd, buffly, aws_access_key, uuid_hex; each with its span and count. Bounded by
     max_text_chars.
     """
     from tools.nid.detect import dedupe, find_nids
@@ -154,7 +154,7 @@ def nid_blind_filter(
 ) -> BlindFilterOutput:
     """Check that NIDs cannot be told from their GIDs by characters alone; drop those that can.
 
-    Before an audit. Returns the n-gram classifier's out-of-fold AUC (0.5: blind) and the NIDs kept and dropped.
+    Returns the n-gram classifier's out-of-fold AUC (0.5: blind) and the NIDs kept and dropped.
     """
     from threadpoolctl import threadpool_limits
 
