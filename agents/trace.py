@@ -20,6 +20,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from tools.atomic import write_text
 
 RESULT_CHARS = 4000
+REPLY_CHARS = 2000
 
 
 def _now() -> str:
@@ -126,17 +127,20 @@ class RunTrace(AsyncCallbackHandler):
     async def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         t = self._llm_open.pop(run_id, None)
         prompt = completion = 0
+        replies = []
         for gens in response.generations or []:
             for g in gens:
-                usage = getattr(getattr(g, "message", None), "usage_metadata", None) or {}
+                message = getattr(g, "message", None)
+                usage = getattr(message, "usage_metadata", None) or {}
                 prompt += int(usage.get("input_tokens", 0))
                 completion += int(usage.get("output_tokens", 0))
+                replies.append(_text(getattr(message, "content", None) or getattr(g, "text", ""))[:REPLY_CHARS])
         tok = self.data["tokens"]
         tok["prompt"] += prompt
         tok["completion"] += completion
         tok["total"] += prompt + completion
         self.data["llm_calls"].append({"segment": self.segment, "prompt_tokens": prompt,
-                                       "completion_tokens": completion,
+                                       "completion_tokens": completion, "reply": "\n".join(replies),
                                        "seconds": round(time.perf_counter() - t, 4) if t else None})
 
     # the run

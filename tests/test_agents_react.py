@@ -87,6 +87,8 @@ async def test_agent_over_stdio_answers_traces_and_waits_for_approval(endpoint, 
         assert trace["tool_calls"][0]["args"] == {"scene": L8, "index": "NDVI"}
         assert abs(trace["tool_calls"][1]["structured_content"]["stats"]["mean"] - NDVI_MEAN) < 1e-6
         assert trace["tokens"]["total"] > 0 and len(trace["llm_calls"]) == 3
+        last_reply = trace["llm_calls"][-1]["reply"]  # what each model step wrote is in the trace
+        assert last_reply.strip() and last_reply == trace["messages"][-1]["content"]
         assert [m["type"] for m in trace["messages"]] == ["human", "ai", "tool", "ai", "tool", "ai"]
         # the model saw the tools' JSON schemas and the sample resources in its prompt
         first = endpoint.requests[0]

@@ -3,8 +3,7 @@
 
 Each runs as a user runs it (`research-mcp agent --workflow NAME --input JSON --approve --quiet --json`,
 a stdio server of its own), and its trace is read back: status, seconds, the tool chain, the model's calls
-and tokens, and what each model step wrote (the workflow's answer, and the model-written fields of tool
-results: the chunk workers' answers, the graph answers). Where the answer is known it is checked (the
+and tokens, and what each model step wrote (each model call's reply, and the model-written fields of tool results). Where the answer is known it is checked (the
 mean NDVI of the Landsat sample, the bottle's label in Alice). Rows are appended to `workflows.jsonl` as
 each run ends (a stopped run resumes with the rest); `workflows.md` is the table.
 """
@@ -87,6 +86,7 @@ def run_one(name: str, inputs: dict[str, Any], out: Path) -> dict[str, Any]:
     row.update(status=head["status"], answer=head.get("answer"), model=trace.get("model"),
                tools=[c["name"] for c in trace.get("tool_calls", [])],
                model_calls=len(trace.get("llm_calls", [])), tokens=trace.get("tokens"),
+               model_replies=[c.get("reply", "") for c in trace.get("llm_calls", [])],
                model_steps_in_tools=[s for c in trace.get("tool_calls", []) for s in _model_written(c.get("result"))])
     if name in EXPECTED:
         row["right"] = EXPECTED[name][0] in str(row["answer"]).lower()
@@ -104,6 +104,8 @@ def table(rows: list[dict[str, Any]]) -> str:
                      f"{' > '.join(r.get('tools', []))} | {answer} | {check} |")
     lines.append("")
     for r in rows:
+        for i, reply in enumerate(r.get("model_replies") or [], start=1):
+            lines.append(f"- {r['workflow']}, model step {i}: `{' '.join(reply.split())[:300]}`".replace("|", "/"))
         if r.get("model_steps_in_tools"):
             lines.append(f"- {r['workflow']}: what the model wrote inside the tools: "
                          + "; ".join(f"`{s}`" for s in r["model_steps_in_tools"]).replace("|", "/"))
