@@ -3,8 +3,9 @@
 
 Each runs as a user runs it (`research-mcp agent --workflow NAME --input JSON --approve --quiet --json`,
 a stdio server of its own), and its trace is read back: status, seconds, the tool chain, the model's calls
-and tokens, and what each model step wrote (each model call's reply, and the model-written fields of tool results). Where the answer is known it is checked (the
-mean NDVI of the Landsat sample, the bottle's label in Alice). Rows are appended to `workflows.jsonl` as
+and tokens, and what each model step wrote (each model call's reply, and the model-written fields of tool
+results). Where the answer is known it is checked (the mean NDVI of the Landsat sample, the bottle's label in
+Alice). Rows are appended to `workflows.jsonl` as
 each run ends (a stopped run resumes with the rest); `workflows.md` is the table.
 """
 
