@@ -1,0 +1,233 @@
+"""How the ReAct agent keeps a model, small or large, on the tools: `ToolUse`, a LangChain agent middleware.
+
+Every MCP tool is registered with the agent, so any tool the model names can run; each model call binds
+the compact schemas of a few (`agents.selection.select_tools`: from the question, plus the tools the run
+has used), while the system prompt lists all of them in one line each. Around each model call:
+
+- a reply that writes its call as text (a ```json fence, bare JSON, `<tool_call>` tags...) becomes a
+  real tool call (`agents.toolcalls`); a misspelt tool name is resolved to the tool it means;
+- a reply that calls no tool before any tool has run is asked once more, with a reminder to call one;
+- a call that repeats an earlier one (same tool, same arguments) is not run again: the model is told
+  so once, and if it repeats again the run ends with an answer written from the results it has;
+- at the step limit the model is asked for its answer with no tools bound, so a run always ends with
+  an answer rather than an exhausted recursion limit.
+
+Around each tool call: an unknown tool gets a "did you mean" reply listing the family's tools; a
+tool's error goes back with the server's message (its own "did you mean") and a request to fix the
+arguments and call again; a result that is JSON is sent to the model without indentation.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+from agents.connection import ToolBox
+from agents.selection import ToolIndex, family, openai_tool, select_tools
+from agents.toolcalls import parse_tool_calls, prose, resolve_name
+from agents.trace import _text
+
+TEXT_CALL_PREFIX = "call_txt_"
+SCHEMA_CHARS = 3200          # the bound schemas of a first prompt, about 900 tokens
+REPEAT_NOTICE = "Repeated call:"
+UNKNOWN_NOTICE = "Unknown tool:"
+FIX_HINT = "Fix the arguments and call the tool again."
+NUDGE = ("You have not called a tool yet, and the answer must come from the tools. Reply with one tool call "
+         "now, as JSON: {\"name\": \"<tool>\", \"arguments\": {...}}.")
+FINAL = ("Stop calling tools. From the tool results above, reply with one short sentence and a last line "
+         "`Answer: <value>`.")
+
+
+def call_key(name: str, args: Any) -> str:
+    return name + " " + json.dumps(args, sort_keys=True, default=str)
+
+
+def current_turn(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
+    """The last human message's text, and the messages since it (the current question's run)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if getattr(messages[i], "type", "") == "human":
+            return _text(messages[i].content), list(messages[i + 1:])
+    return "", list(messages)
+
+
+def compact_result(text: str) -> str:
+    """A JSON tool result without indentation (fewer tokens, same content); other text unchanged."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return text
+    try:
+        return json.dumps(json.loads(stripped), ensure_ascii=False)
+    except json.JSONDecodeError:
+        return text
+
+
+class ToolUse(AgentMiddleware):
+    """Tool selection per model call, lenient call reading, repeat and error handling (module docstring)."""
+
+    def __init__(self, box: ToolBox, *, k: int = 3, max_steps: int = 30, max_tokens: int | None = None) -> None:
+        super().__init__()
+        self.infos = dict(box.info)
+        self.names = list(self.infos)
+        self.families = sorted({family(n) for n in self.names})
+        self.index = ToolIndex.build(self.infos)
+        self.schemas = {n: openai_tool(i) for n, i in self.infos.items()}
+        self.k = k
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+
+    # what the run has done ------------------------------------------------------------------------------
+    @staticmethod
+    def _calls(turn: list[AnyMessage]) -> list[dict[str, Any]]:
+        return [c for m in turn if getattr(m, "type", "") == "ai" for c in (getattr(m, "tool_calls", None) or [])]
+
+    @staticmethod
+    def _tool_messages(turn: list[AnyMessage]) -> list[ToolMessage]:
+        return [m for m in turn if isinstance(m, ToolMessage)]
+
+    def _ran(self, turn: list[AnyMessage]) -> list[ToolMessage]:
+        """Tool results that came from a tool (not from this middleware's notices)."""
+        return [m for m in self._tool_messages(turn) if m.name in self.infos
+                and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE))]
+
+    def selected(self, question: str, turn: list[AnyMessage]) -> list[str]:
+        """The tools to bind: the question's picks that fit `SCHEMA_CHARS` (the first always), then the
+        tools used so far, whatever their size."""
+        used = [c["name"] for c in self._calls(turn) if c["name"] in self.infos]
+        picks = select_tools(question, self.infos, k=self.k, index=self.index)
+        kept, size = [], 0
+        for n in picks:
+            size += len(json.dumps(self.schemas[n]))
+            if not kept or size <= SCHEMA_CHARS:
+                kept.append(n)
+        return kept + [n for n in dict.fromkeys(used) if n not in kept]
+
+    # reading a reply ----------------------------------------------------------------------------------
+    def read_calls(self, ai: AIMessage) -> AIMessage:
+        """`ai` with its tool calls as the model meant them: calls written as text read into `tool_calls`,
+        misspelt names resolved, the same call given twice kept once."""
+        calls = list(ai.tool_calls or [])
+        content = ai.content
+        if not calls:
+            text = _text(ai.content)
+            found = parse_tool_calls(text, self.names, families=self.families)
+            if not found:
+                return ai
+            calls = [{"name": c.name, "args": c.args, "id": TEXT_CALL_PREFIX + uuid.uuid4().hex[:12],
+                      "type": "tool_call"} for c in found]
+            content = prose(text, found)
+        out, seen = [], set()
+        for c in calls:
+            name = resolve_name(c["name"], self.names) or c["name"]
+            key = call_key(name, c.get("args", {}))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append({**c, "name": name})
+        if out == list(ai.tool_calls or []) and content == ai.content:
+            return ai
+        return ai.model_copy(update={"content": content, "tool_calls": out, "invalid_tool_calls": []})
+
+    # the model call -----------------------------------------------------------------------------------
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
+        question, turn = current_turn(request.messages)
+        steps = sum(1 for m in turn if getattr(m, "type", "") == "ai")
+        if steps >= self.max_steps - 1:
+            return await self.final_answer(request, handler, turn)
+        names = self.selected(question, turn)
+        settings = {**request.model_settings, **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
+        bound = request.override(tools=[self.schemas[n] for n in names], model_settings=settings)
+        response = await handler(bound)
+        ai = self.read_calls(_last_ai(response))
+        if not ai.tool_calls and not ai.invalid_tool_calls and not self._ran(turn) and not self._calls(turn):
+            retry = await handler(bound.override(messages=[*request.messages, ai, HumanMessage(NUDGE)]))
+            again = self.read_calls(_last_ai(retry))
+            if again.tool_calls:
+                return _replace_ai(retry, again)
+            return _replace_ai(response, ai)
+        if ai.tool_calls:
+            done = {call_key(c["name"], c.get("args", {})) for c in self._calls(turn)}
+            repeats = [c for c in ai.tool_calls if call_key(c["name"], c.get("args", {})) in done]
+            told = any(_text(m.content).startswith(REPEAT_NOTICE) for m in self._tool_messages(turn))
+            if repeats and told:
+                return await self.final_answer(request, handler, turn)
+        return _replace_ai(response, ai)
+
+    async def final_answer(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+                           turn: list[AnyMessage]) -> ModelResponse:
+        """The model's answer from the results so far, with no tool bound; if it still writes a call, an
+        answer that quotes the last result."""
+        settings = {**request.model_settings, **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
+        response = await handler(request.override(tools=[], model_settings=settings,
+                                                  messages=[*request.messages, HumanMessage(FINAL)]))
+        ai = _last_ai(response)
+        text = _text(ai.content).strip()
+        if text and not parse_tool_calls(text, self.names, families=self.families):
+            return _replace_ai(response, ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []}))
+        ran = self._ran(turn)
+        last = _text(ran[-1].content)[:1500] if ran else "no tool result"
+        said = (f"The model did not state an answer. The last tool result ({ran[-1].name}): {last}" if ran
+                else "The model did not state an answer, and no tool ran.")
+        return _replace_ai(response, AIMessage(content=said, id=ai.id))
+
+    # the tool call ------------------------------------------------------------------------------------
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        call = request.tool_call
+        name = call["name"]
+        if request.tool is None:
+            return ToolMessage(self.unknown(name), name=name, tool_call_id=call["id"], status="error")
+        _, turn = current_turn(list(request.state.get("messages", [])) if isinstance(request.state, dict) else [])
+        key = call_key(name, call.get("args", {}))
+        earlier = [m for m in turn if getattr(m, "type", "") == "ai"
+                   and any(c["id"] != call["id"] and call_key(c["name"], c.get("args", {})) == key
+                           for c in (m.tool_calls or []))]
+        if earlier:
+            return ToolMessage(f"{REPEAT_NOTICE} {name} was already called with these arguments; its result is "
+                               "above. Do not call it again: call another tool, or answer from the results with a "
+                               "last line `Answer: <value>`.", name=name, tool_call_id=call["id"], status="error")
+        result = await handler(request)
+        if isinstance(result, ToolMessage):
+            text = _text(result.content)
+            if result.status == "error":
+                if FIX_HINT not in text:
+                    result.content = f"{text}\n{FIX_HINT}"
+            else:
+                compact = compact_result(text)
+                if compact != text:
+                    result.content = compact
+        return result
+
+    def unknown(self, name: str) -> str:
+        import difflib
+
+        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.5)
+        fam = family(name)
+        same = [n for n in self.names if family(n) == fam]
+        listing = f" The {fam}_ tools are: {', '.join(same)}." if same else \
+            f" Tool names start with {', '.join(f + '_' for f in self.families)}."
+        mean = f" Did you mean {', '.join(close)}?" if close else ""
+        return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def _last_ai(response: Any) -> AIMessage:
+    result = response.result if isinstance(response, ModelResponse) else [response]
+    for m in reversed(result):
+        if isinstance(m, AIMessage):
+            return m
+    return AIMessage(content="")
+
+
+def _replace_ai(response: Any, ai: AIMessage) -> ModelResponse:
+    if not isinstance(response, ModelResponse):
+        return ModelResponse(result=[ai])
+    result = list(response.result)
+    for i in range(len(result) - 1, -1, -1):
+        if isinstance(result[i], AIMessage):
+            result[i] = ai
+            return ModelResponse(result=result, structured_response=response.structured_response)
+    return ModelResponse(result=[*result, ai], structured_response=response.structured_response)
