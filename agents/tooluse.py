@@ -20,6 +20,7 @@ arguments and call again; a result that is JSON is sent to the model without ind
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,7 +29,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from agents.connection import ToolBox
-from agents.selection import ToolIndex, family, openai_tool, select_tools
+from agents.selection import ToolIndex, family, named_tools, openai_tool, select_tools
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.trace import _text
 
@@ -37,10 +38,16 @@ SCHEMA_CHARS = 3200          # the bound schemas of a first prompt, about 900 to
 REPEAT_NOTICE = "Repeated call:"
 UNKNOWN_NOTICE = "Unknown tool:"
 FIX_HINT = "Fix the arguments and call the tool again."
+RETRY = ("The tool call failed; its error says why. Fix the arguments, or first call the tool that makes what "
+         "this one needs, and reply with that call as JSON.")
 NUDGE = ("You have not called a tool yet, and the answer must come from the tools. Reply with one tool call "
          "now, as JSON: {\"name\": \"<tool>\", \"arguments\": {...}}.")
 FINAL = ("Stop calling tools. From the tool results above, reply with one short sentence and a last line "
          "`Answer: <value>`.")
+
+
+ANSWER_LINE = re.compile(r"^[ \t*]*(final )?answer[ \t*]*:", re.IGNORECASE | re.MULTILINE)
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 
 
 def call_key(name: str, args: Any) -> str:
@@ -141,15 +148,20 @@ class ToolUse(AgentMiddleware):
             return await self.final_answer(request, handler, turn)
         names = self.selected(question, turn)
         settings = {**request.model_settings, **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
-        bound = request.override(tools=[self.schemas[n] for n in names], model_settings=settings)
+        messages = self.with_hint(request.messages, question)
+        bound = request.override(tools=[self.schemas[n] for n in names], model_settings=settings, messages=messages)
         response = await handler(bound)
         ai = self.read_calls(_last_ai(response))
-        if not ai.tool_calls and not ai.invalid_tool_calls and not self._ran(turn) and not self._calls(turn):
-            retry = await handler(bound.override(messages=[*request.messages, ai, HumanMessage(NUDGE)]))
-            again = self.read_calls(_last_ai(retry))
-            if again.tool_calls:
-                return _replace_ai(retry, again)
-            return _replace_ai(response, ai)
+        if not ai.tool_calls and not ai.invalid_tool_calls:
+            ran = self._ran(turn)
+            failed = bool(ran) and all(m.status == "error" for m in ran)
+            if (not ran and not self._calls(turn)) or failed:
+                retry = await handler(bound.override(messages=[*messages, ai, HumanMessage(RETRY if failed
+                                                                                           else NUDGE)]))
+                again = self.read_calls(_last_ai(retry))
+                if again.tool_calls:
+                    return _replace_ai(retry, again)
+            return _replace_ai(response, self.with_answer_line(ai, turn) if ran else ai)
         if ai.tool_calls:
             done = {call_key(c["name"], c.get("args", {})) for c in self._calls(turn)}
             repeats = [c for c in ai.tool_calls if call_key(c["name"], c.get("args", {})) in done]
@@ -157,6 +169,39 @@ class ToolUse(AgentMiddleware):
             if repeats and told:
                 return await self.final_answer(request, handler, turn)
         return _replace_ai(response, ai)
+
+    def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage]) -> AIMessage:
+        """A final reply that states a number but no `Answer:` line gets one: the last number it states that
+        a tool result holds, else its last number (numbers inside names such as `landsat8` do not count)."""
+        text = _text(ai.content).strip()
+        if not text or ANSWER_LINE.search(text):
+            return ai
+        said = [m.group(0) for m in NUMBER.finditer(text)]
+        if not said:
+            return ai
+        results = " ".join(_text(m.content) for m in self._ran(turn))
+        held = [x for x in said if re.search(rf"(?<![\w.]){re.escape(x)}", results)]
+        return ai.model_copy(update={"content": f"{text}\nAnswer: {(held or said)[-1]}"})
+
+    def hint(self, question: str) -> str:
+        """The line a question gets at every model call: the tools chosen for it, in the order they fit (none
+        when the question names its tools itself)."""
+        if named_tools(question, self.names):
+            return ""
+        picks = select_tools(question, self.infos, k=self.k, index=self.index)[:2]
+        return f"\n\n(Tools that fit this question, in order: {', '.join(picks)}. Call one at a time.)" if picks else ""
+
+    def with_hint(self, messages: list[AnyMessage], question: str) -> list[AnyMessage]:
+        """`messages` with the hint after the current question: the same text at every step, so the prompt's
+        prefix stays the same; the run's own record keeps the question as asked."""
+        hint = self.hint(question)
+        if not hint:
+            return messages
+        for i in range(len(messages) - 1, -1, -1):
+            if getattr(messages[i], "type", "") == "human":
+                asked = messages[i].model_copy(update={"content": _text(messages[i].content) + hint})
+                return [*messages[:i], asked, *messages[i + 1:]]
+        return messages
 
     async def final_answer(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
                            turn: list[AnyMessage]) -> ModelResponse:

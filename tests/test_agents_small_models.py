@@ -144,7 +144,7 @@ def fence(name: str, args: dict) -> str:
 
 # each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
 # the question are the same in every scenario
-MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6"}
+MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -171,6 +171,8 @@ def scenario(body: dict) -> str | dict:
         return fence("eo_spectral_index", first)
     if "stats" in results[-1] and "output" in results[-1]:
         return fence("eo_statistics", {"raster": results[-1]["output"]})
+    if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
+        return f"The mean NDVI of {L8} is {results[-1]['stats']['mean']:.4f}."
     return f"The mean NDVI is {results[-1]['stats']['mean']:.4f}.\nAnswer: {results[-1]['stats']['mean']:.4f}"
 
 
@@ -191,13 +193,13 @@ def _tools_in(body: dict) -> list[str]:
 async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: ScriptedLLM, isolated_settings: Path):
     runs = {}
     async with open_session(ServerTarget()) as session:
-        for kind in ("fence", "bare", "tags", "error", "repeat", "none"):
+        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain"):
             start = len(scripted.requests)
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.", session=session, thread_id=f"small-{kind}",
                           approval="yes", max_steps=8)
             runs[kind] = (r, scripted.requests[start:], json.loads(r.trace_path.read_text()))
         system = system_prompt(session.box)
-    for kind in ("fence", "bare", "tags", "error"):
+    for kind in ("fence", "bare", "tags", "error", "plain"):
         r, requests, trace = runs[kind]
         assert r.status == "done", kind
         assert abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3, (kind, r.answer)
@@ -211,6 +213,7 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
         assert [_tools_in(b) for b in requests] == [_tools_in(requests[0])] * len(requests), kind
         assert _tools_in(requests[0])[:2] == ["eo_spectral_index", "eo_statistics"]
         assert len(_tools_in(requests[0])) <= 4
+    assert runs["plain"][0].answer == f"The mean NDVI of {L8} is {NDVI_MEAN:.4f}.\nAnswer: {NDVI_MEAN:.4f}"
     # the first prompt is compact: the system prompt, a few schemas and the question, about 2,500 tokens
     first = runs["fence"][1][0]
     chars = sum(len(m["content"]) for m in first["messages"]) + len(json.dumps(first["tools"]))

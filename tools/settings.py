@@ -34,7 +34,7 @@ class LLMSettings(BaseSettings):
     concurrency: int = 8
     temperature: float = 0.0
     agent_max_tokens: int = Field(
-        512, ge=16, description="Most tokens the ReAct agent's model writes per reply (a tool call or an answer): "
+        256, ge=16, description="Most tokens the ReAct agent's model writes per reply (a tool call or an answer): "
         "a small model on a CPU writes about 15 a second, and a reply that loops stops here.",
     )
     embedded: bool = Field(True, description="Use the embedded local model when no endpoint is configured.")
