@@ -271,3 +271,35 @@ async def test_a_real_small_model_reads_a_compact_prompt_and_ends_with_a_status(
     ran = [c for c in trace["tool_calls"] if not c["result"].startswith(REPEAT_NOTICE)]
     assert (r.status == NO_TOOL_CALL) == (not ran)
     assert r.answer is not None
+
+
+# the workflows' model steps -----------------------------------------------------------------------------
+
+class _Reply:
+    def __init__(self, text: str | Exception) -> None:
+        self.text = text
+
+    async def ainvoke(self, messages: list) -> object:
+        from langchain_core.messages import AIMessage
+
+        if isinstance(self.text, Exception):
+            raise self.text
+        return AIMessage(content=self.text)
+
+
+@pytest.mark.anyio
+async def test_a_workflow_answer_always_states_the_tool_results() -> None:
+    from agents.workflows.steps import ask_model, stated_answer
+
+    report = "NDVI of the scene: mean 0.5306 over 378081 pixels."
+    assert stated_answer("The mean is plausible.\nAnswer: 0.5306") == "0.5306"
+    assert stated_answer("Answer: <value>") is None and stated_answer("no line") is None
+    # a placeholder copied from the prompt, no answer line, or a failed model: the report is the answer
+    assert await ask_model(_Reply("Answer: <value>"), "s", "u", fallback=report) == f"Answer: <value>\n\n{report}"
+    assert await ask_model(_Reply(""), "s", "u", fallback=report) == report
+    failed = await ask_model(_Reply(TimeoutError("slow")), "s", "u", fallback=report)
+    assert failed.startswith("(The model did not answer: TimeoutError: slow)") and failed.endswith(report)
+    assert await ask_model(_Reply("It is high.\nAnswer: 0.5306"), "s", "u", fallback=report) == \
+        "It is high.\nAnswer: 0.5306"
+    with pytest.raises(TimeoutError):     # no report to fall back on: the error is the step's
+        await ask_model(_Reply(TimeoutError("slow")), "s", "u")
