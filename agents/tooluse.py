@@ -40,6 +40,8 @@ UNKNOWN_NOTICE = "Unknown tool:"
 FIX_HINT = "Fix the arguments and call the tool again."
 RETRY = ("The tool call failed; its error says why. Fix the arguments, or first call the tool that makes what "
          "this one needs, and reply with that call as JSON.")
+NEXT = ("The question's steps also use {tools}. Call {first} next as JSON, or, if the results already answer "
+        "the question, reply with a last line `Answer: <value>`.")
 NUDGE = ("You have not called a tool yet, and the answer must come from the tools. Reply with one tool call "
          "now, as JSON: {\"name\": \"<tool>\", \"arguments\": {...}}.")
 FINAL = ("Stop calling tools. From the tool results above, reply with one short sentence and a last line "
@@ -155,9 +157,12 @@ class ToolUse(AgentMiddleware):
         if not ai.tool_calls and not ai.invalid_tool_calls:
             ran = self._ran(turn)
             failed = bool(ran) and all(m.status == "error" for m in ran)
-            if (not ran and not self._calls(turn)) or failed:
-                retry = await handler(bound.override(messages=[*messages, ai, HumanMessage(RETRY if failed
-                                                                                           else NUDGE)]))
+            called = {c["name"] for c in self._calls(turn)}
+            missing = [n for n in named_tools(question, self.names) if n not in called]
+            reminder = (NUDGE if not ran and not called else RETRY if failed
+                        else NEXT.format(tools=", ".join(missing), first=missing[0]) if missing else None)
+            if reminder:
+                retry = await handler(bound.override(messages=[*messages, ai, HumanMessage(reminder)]))
                 again = self.read_calls(_last_ai(retry))
                 if again.tool_calls:
                     return _replace_ai(retry, again)
@@ -171,17 +176,15 @@ class ToolUse(AgentMiddleware):
         return _replace_ai(response, ai)
 
     def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage]) -> AIMessage:
-        """A final reply that states a number but no `Answer:` line gets one: the last number it states that
-        a tool result holds, else its last number (numbers inside names such as `landsat8` do not count)."""
+        """A final reply that states a tool result's number but no `Answer:` line gets one with that number
+        (the last it states; `0.5306` is the result 0.530563... to the digits given). Numbers inside names
+        (`landsat8`) and code do not count."""
         text = _text(ai.content).strip()
-        if not text or ANSWER_LINE.search(text):
+        if not text or "```" in text or ANSWER_LINE.search(text):
             return ai
-        said = [m.group(0) for m in NUMBER.finditer(text)]
-        if not said:
-            return ai
-        results = " ".join(_text(m.content) for m in self._ran(turn))
-        held = [x for x in said if re.search(rf"(?<![\w.]){re.escape(x)}", results)]
-        return ai.model_copy(update={"content": f"{text}\nAnswer: {(held or said)[-1]}"})
+        results = {float(m.group(0)) for m in self._ran(turn) for m in NUMBER.finditer(_text(m.content))}
+        held = [x for x in (m.group(0) for m in NUMBER.finditer(text)) if _rounds_to(x, results)]
+        return ai.model_copy(update={"content": f"{text}\nAnswer: {held[-1]}"}) if held else ai
 
     def hint(self, question: str) -> str:
         """The line a question gets at every model call: the tools chosen for it, in the order they fit (none
@@ -257,6 +260,14 @@ class ToolUse(AgentMiddleware):
             f" Tool names start with {', '.join(f + '_' for f in self.families)}."
         mean = f" Did you mean {', '.join(close)}?" if close else ""
         return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def _rounds_to(stated: str, values: set[float]) -> bool:
+    """Whether one of `values`, rounded to the decimals `stated` gives, is `stated`."""
+    decimals = len(stated.split(".", 1)[1]) if "." in stated and "e" not in stated.lower() else 0
+    x = float(stated)
+    half = 0.5 * 10 ** -decimals
+    return any(abs(v - x) <= half * (1 + 1e-9) for v in values)
 
 
 def _last_ai(response: Any) -> AIMessage:

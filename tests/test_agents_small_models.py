@@ -144,7 +144,8 @@ def fence(name: str, args: dict) -> str:
 
 # each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
 # the question are the same in every scenario
-MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7"}
+MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
+           "steps": "8"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -169,6 +170,8 @@ def scenario(body: dict) -> str | dict:
         if kind == "tags":
             return "<tool_call>\n" + json.dumps({"name": "eo_spectral_index", "arguments": first}) + "\n</tool_call>"
         return fence("eo_spectral_index", first)
+    if kind == "steps" and len(results) == 1 and not last_user.startswith("The question's steps also use"):
+        return "The index is computed."                # stops after step 1 of 2: reminded of step 2
     if "stats" in results[-1] and "output" in results[-1]:
         return fence("eo_statistics", {"raster": results[-1]["output"]})
     if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
@@ -193,13 +196,14 @@ def _tools_in(body: dict) -> list[str]:
 async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: ScriptedLLM, isolated_settings: Path):
     runs = {}
     async with open_session(ServerTarget()) as session:
-        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain"):
+        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps"):
             start = len(scripted.requests)
-            r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.", session=session, thread_id=f"small-{kind}",
-                          approval="yes", max_steps=8)
+            steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
+            r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
+                          thread_id=f"small-{kind}", approval="yes", max_steps=8)
             runs[kind] = (r, scripted.requests[start:], json.loads(r.trace_path.read_text()))
         system = system_prompt(session.box)
-    for kind in ("fence", "bare", "tags", "error", "plain"):
+    for kind in ("fence", "bare", "tags", "error", "plain", "steps"):
         r, requests, trace = runs[kind]
         assert r.status == "done", kind
         assert abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3, (kind, r.answer)
@@ -212,6 +216,9 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
         assert all(b["messages"][0] == {"role": "system", "content": system} for b in requests)
         assert [_tools_in(b) for b in requests] == [_tools_in(requests[0])] * len(requests), kind
         assert _tools_in(requests[0])[:2] == ["eo_spectral_index", "eo_statistics"]
+        hint = requests[0]["messages"][1]["content"]
+        assert hint.endswith("(Tools that fit this question, in order: eo_spectral_index, eo_statistics. Call one "
+                             "at a time.)") if kind != "steps" else "Tools that fit" not in hint
         assert len(_tools_in(requests[0])) <= 4
     assert runs["plain"][0].answer == f"The mean NDVI of {L8} is {NDVI_MEAN:.4f}.\nAnswer: {NDVI_MEAN:.4f}"
     # the first prompt is compact: the system prompt, a few schemas and the question, about 2,500 tokens
