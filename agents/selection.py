@@ -99,7 +99,8 @@ def _stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-case word stems of `text` without stopwords (`eo_spectral_index` gives eo, spectral, index)."""
-    return [_stem(w) for w in _WORD.findall(text.lower().replace("_", " ")) if w not in STOPWORDS and not w.isdigit()]
+    stems = (_stem(w) for w in _WORD.findall(text.lower().replace("_", " ")) if not w.isdigit())
+    return [w for w in stems if w not in STOPWORDS]
 
 
 def _schema_text(schema: Mapping[str, object]) -> str:

@@ -50,6 +50,8 @@ FINAL = ("Stop calling tools. From the tool results above, reply with one short 
 
 ANSWER_LINE = re.compile(r"^[ \t*]*(final )?answer[ \t*]*:", re.IGNORECASE | re.MULTILINE)
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+NAMED = re.compile(r"\b[A-Z][A-Za-z]*[ -]$")
+ECHO = re.compile(r"</?(tools|tool_call|tool_response|function_call)>", re.IGNORECASE)
 
 
 def call_key(name: str, args: Any) -> str:
@@ -166,6 +168,8 @@ class ToolUse(AgentMiddleware):
                 again = self.read_calls(_last_ai(retry))
                 if again.tool_calls:
                     return _replace_ai(retry, again)
+            if ran and not ECHO.sub("", _text(ai.content)).strip():   # only the template's tags echoed back
+                return await self.final_answer(request, handler, turn)
             return _replace_ai(response, self.with_answer_line(ai, turn) if ran else ai)
         if ai.tool_calls:
             done = {call_key(c["name"], c.get("args", {})) for c in self._calls(turn)}
@@ -177,13 +181,13 @@ class ToolUse(AgentMiddleware):
 
     def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage]) -> AIMessage:
         """A final reply that states a tool result's number but no `Answer:` line gets one with that number
-        (the last it states; `0.5306` is the result 0.530563... to the digits given). Numbers inside names
-        (`landsat8`) and code do not count."""
+        (the last it states; `0.5306` is the result 0.530563... to the digits given). Numbers in names
+        (`stated_numbers`) and in code do not count."""
         text = _text(ai.content).strip()
         if not text or "```" in text or ANSWER_LINE.search(text):
             return ai
         results = {float(m.group(0)) for m in self._ran(turn) for m in NUMBER.finditer(_text(m.content))}
-        held = [x for x in (m.group(0) for m in NUMBER.finditer(text)) if _rounds_to(x, results)]
+        held = [x for x in stated_numbers(text) if _rounds_to(x, results)]
         return ai.model_copy(update={"content": f"{text}\nAnswer: {held[-1]}"}) if held else ai
 
     def hint(self, question: str) -> str:
@@ -215,7 +219,7 @@ class ToolUse(AgentMiddleware):
                                                   messages=[*request.messages, HumanMessage(FINAL)]))
         ai = _last_ai(response)
         text = _text(ai.content).strip()
-        if text and not parse_tool_calls(text, self.names, families=self.families):
+        if ECHO.sub("", text).strip() and not parse_tool_calls(text, self.names, families=self.families):
             return _replace_ai(response, ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []}))
         ran = self._ran(turn)
         last = _text(ran[-1].content)[:1500] if ran else "no tool result"
@@ -260,6 +264,12 @@ class ToolUse(AgentMiddleware):
             f" Tool names start with {', '.join(f + '_' for f in self.families)}."
         mean = f" Did you mean {', '.join(close)}?" if close else ""
         return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def stated_numbers(text: str) -> list[str]:
+    """The numbers `text` states: not those inside a name (`landsat8`) or naming a thing after a capitalised
+    word (`Landsat 8`, `Sentinel-2`, `Band 4`)."""
+    return [m.group(0) for m in NUMBER.finditer(text) if not NAMED.search(text[:m.start()])]
 
 
 def _rounds_to(stated: str, values: set[float]) -> bool:

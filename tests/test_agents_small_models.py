@@ -95,6 +95,17 @@ def test_names_resolve_only_when_unambiguous() -> None:
     assert prose(text, parse_tool_calls(text, NAMES)) == "Let me compute."
 
 
+@pytest.mark.parametrize(("text", "numbers"), [
+    (f"The mean NDVI of {L8} is 0.5306.", ["0.5306"]),
+    ("The Landsat 8 scene has 11 bands; Sentinel-2 has 13.", ["11", "13"]),
+    ("The sun elevation is 64.74 degrees.", ["64.74"]),
+])
+def test_the_numbers_a_reply_states_leave_out_those_in_names(text: str, numbers: list[str]) -> None:
+    from agents.tooluse import stated_numbers
+
+    assert stated_numbers(text) == numbers
+
+
 # what a small model reads --------------------------------------------------------------------------------
 
 def _info(name: str, description: str, props: dict, required: list[str]) -> ToolInfo:
