@@ -51,6 +51,7 @@ FINAL = ("Stop calling tools. From the tool results above, reply with one short 
 ANSWER_LINE = re.compile(r"^[ \t*]*(final )?answer[ \t*]*:", re.IGNORECASE | re.MULTILINE)
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 NAMED = re.compile(r"\b[A-Z][A-Za-z]*[ -]$")
+STOPS = ("<tool_response>", "</tools>")
 ECHO = re.compile(r"</?(tools|tool_call|tool_response|function_call)>", re.IGNORECASE)
 
 
@@ -151,7 +152,7 @@ class ToolUse(AgentMiddleware):
         if steps >= self.max_steps - 1:
             return await self.final_answer(request, handler, turn)
         names = self.selected(question, turn)
-        settings = {**request.model_settings, **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
+        settings = self.settings(request)
         messages = self.with_hint(request.messages, question)
         bound = request.override(tools=[self.schemas[n] for n in names], model_settings=settings, messages=messages)
         response = await handler(bound)
@@ -168,7 +169,9 @@ class ToolUse(AgentMiddleware):
                 again = self.read_calls(_last_ai(retry))
                 if again.tool_calls:
                     return _replace_ai(retry, again)
-            if ran and not ECHO.sub("", _text(ai.content)).strip():   # only the template's tags echoed back
+                if is_echo(_text(ai.content)) and not is_echo(_text(again.content)):
+                    response, ai = retry, again
+            if ran and is_echo(_text(ai.content)):     # the template's tags or a tool result copied back
                 return await self.final_answer(request, handler, turn)
             return _replace_ai(response, self.with_answer_line(ai, turn) if ran else ai)
         if ai.tool_calls:
@@ -184,11 +187,17 @@ class ToolUse(AgentMiddleware):
         (the last it states; `0.5306` is the result 0.530563... to the digits given). Numbers in names
         (`stated_numbers`) and in code do not count."""
         text = _text(ai.content).strip()
-        if not text or "```" in text or ANSWER_LINE.search(text):
+        if not text or "```" in text or "{" in text or ANSWER_LINE.search(text):
             return ai
         results = {float(m.group(0)) for m in self._ran(turn) for m in NUMBER.finditer(_text(m.content))}
         held = [x for x in stated_numbers(text) if _rounds_to(x, results)]
         return ai.model_copy(update={"content": f"{text}\nAnswer: {held[-1]}"}) if held else ai
+
+    def settings(self, request: ModelRequest) -> dict[str, Any]:
+        """The call's settings: the reply cap, and stops where a small model starts copying the chat template
+        (a tool result's `<tool_response>`, the tool list's `</tools>`) instead of writing its own reply."""
+        return {**request.model_settings, "stop": list(STOPS),
+                **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
 
     def hint(self, question: str) -> str:
         """The line a question gets at every model call: the tools chosen for it, in the order they fit (none
@@ -214,12 +223,12 @@ class ToolUse(AgentMiddleware):
                            turn: list[AnyMessage]) -> ModelResponse:
         """The model's answer from the results so far, with no tool bound; if it still writes a call, an
         answer that quotes the last result."""
-        settings = {**request.model_settings, **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
+        settings = self.settings(request)
         response = await handler(request.override(tools=[], model_settings=settings,
                                                   messages=[*request.messages, HumanMessage(FINAL)]))
         ai = _last_ai(response)
         text = _text(ai.content).strip()
-        if ECHO.sub("", text).strip() and not parse_tool_calls(text, self.names, families=self.families):
+        if not is_echo(text) and not parse_tool_calls(text, self.names, families=self.families):
             return _replace_ai(response, ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []}))
         ran = self._ran(turn)
         last = _text(ran[-1].content)[:1500] if ran else "no tool result"
@@ -264,6 +273,13 @@ class ToolUse(AgentMiddleware):
             f" Tool names start with {', '.join(f + '_' for f in self.families)}."
         mean = f" Did you mean {', '.join(close)}?" if close else ""
         return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def is_echo(text: str) -> bool:
+    """A reply that says nothing of its own: empty once the chat template's tags are taken out, or a JSON
+    object copied back (a tool result; a call would have been read as one)."""
+    rest = ECHO.sub("", text or "").strip()
+    return not rest or rest.startswith("{")
 
 
 def stated_numbers(text: str) -> list[str]:

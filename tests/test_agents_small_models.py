@@ -156,7 +156,7 @@ def fence(name: str, args: dict) -> str:
 # each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
-           "steps": "8"}
+           "steps": "8", "echo": "9"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -181,6 +181,9 @@ def scenario(body: dict) -> str | dict:
         if kind == "tags":
             return "<tool_call>\n" + json.dumps({"name": "eo_spectral_index", "arguments": first}) + "\n</tool_call>"
         return fence("eo_spectral_index", first)
+    if kind == "echo" and results:  # copies the template's wrapping of the result; the server stops at it
+        text = "<tool_response>\n" + json.dumps(results[-1]) + "\n</tool_response>"
+        return text.split(body["stop"][0])[0] if body.get("stop") and body["stop"][0] in text else text
     if kind == "steps" and len(results) == 1 and not last_user.startswith("The question's steps also use"):
         return "The index is computed."                # stops after step 1 of 2: reminded of step 2
     if "stats" in results[-1] and "output" in results[-1]:
@@ -207,7 +210,7 @@ def _tools_in(body: dict) -> list[str]:
 async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: ScriptedLLM, isolated_settings: Path):
     runs = {}
     async with open_session(ServerTarget()) as session:
-        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps"):
+        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
@@ -251,6 +254,11 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     assert len(notices) == 1
     assert requests[-1]["messages"][-1]["content"] == FINAL and not requests[-1].get("tools")
     assert abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # a reply that only copies the tool's result back stops at once, and the model is asked for its answer
+    r, requests, trace = runs["echo"]
+    assert requests[1]["stop"] == ["<tool_response>", "</tools>"] and requests[-1]["messages"][-1]["content"] == FINAL
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
 
     # no tool at all: reminded once, then the run says so in its status
     r, requests, trace = runs["none"]

@@ -1,11 +1,12 @@
-"""Run the agent suite and score it: `python -m evals.agents [--quick] [--policy oracle|model] [--out DIR]`.
+"""Run the agent suite and score it: `python -m evals.agents [--quick] [--policy oracle|model] [--out DIR] [--resume]`.
 
 Each (task, style) is one ReAct-agent run over the server's tools through one shared MCP session.
 `--policy model` uses the configured OpenAI-compatible endpoint; `--policy oracle` serves the scripted
 oracle (it follows each expected chain) from a local ScriptedLLM, so the suite runs in CI without a
 model. Before running, every expected tool name is checked against the server's tool list; tasks
 naming tools the server lacks are left out and listed (their family is not installed), never scored
-against chains no agent could follow. Writes results.csv, summary.md and metrics.png under --out.
+against chains no agent could follow. Writes results.csv, summary.md and metrics.png under --out, and
+each run's row to runs.jsonl as it finishes (`--resume` runs only the pairs that file lacks).
 """
 
 from __future__ import annotations
