@@ -5,7 +5,8 @@ the compact schemas of a few (`agents.selection.select_tools`: from the question
 has used), while the system prompt lists all of them in one line each. Around each model call:
 
 - a reply that writes its call as text (a ```json fence, bare JSON, `<tool_call>` tags...) becomes a
-  real tool call (`agents.toolcalls`); a misspelt tool name is resolved to the tool it means;
+  real tool call (`agents.toolcalls`), the first one only when it writes several (the later ones guess
+  at files the first has not written yet); a misspelt tool name is resolved to the tool it means;
 - a reply that calls no tool before any tool has run is asked once more, with a reminder to call one;
 - a call that repeats an earlier one (same tool, same arguments) is not run again: the model is told
   so once, and if it repeats again the run ends with an answer written from the results it has;
@@ -120,8 +121,8 @@ class ToolUse(AgentMiddleware):
 
     # reading a reply ----------------------------------------------------------------------------------
     def read_calls(self, ai: AIMessage) -> AIMessage:
-        """`ai` with its tool calls as the model meant them: calls written as text read into `tool_calls`,
-        misspelt names resolved, the same call given twice kept once."""
+        """`ai` with its tool calls as the model meant them: the first call written as text read into
+        `tool_calls`, misspelt names resolved, the same call given twice kept once."""
         calls = list(ai.tool_calls or [])
         content = ai.content
         if not calls:
@@ -129,8 +130,10 @@ class ToolUse(AgentMiddleware):
             found = parse_tool_calls(text, self.names, families=self.families)
             if not found:
                 return ai
+            # the first call only: a model that writes its whole chain at once fills the later calls' inputs
+            # (a file the first call writes) with guesses; one at a time, each sees the results before it
             calls = [{"name": c.name, "args": c.args, "id": TEXT_CALL_PREFIX + uuid.uuid4().hex[:12],
-                      "type": "tool_call"} for c in found]
+                      "type": "tool_call"} for c in found[:1]]
             content = prose(text, found)
         out, seen = [], set()
         for c in calls:

@@ -156,7 +156,7 @@ def fence(name: str, args: dict) -> str:
 # each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
-           "steps": "8", "echo": "9"}
+           "steps": "8", "echo": "9", "chain": "10"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -176,6 +176,8 @@ def scenario(body: dict) -> str | dict:
     if kind == "repeat":
         return fence("eo_spectral_index", first)      # the same call, whatever the results say
     if not results or (kind == "error" and len(results) == 1):
+        if kind == "chain":   # the whole chain at once, the second call guessing the first one's file
+            return fence("eo_spectral_index", first) + "\n" + fence("eo_statistics", {"raster": "NDVI.tif"})
         if kind == "bare":
             return json.dumps({"name": "eo_spectral_index", "arguments": first})
         if kind == "tags":
@@ -210,14 +212,14 @@ def _tools_in(body: dict) -> list[str]:
 async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: ScriptedLLM, isolated_settings: Path):
     runs = {}
     async with open_session(ServerTarget()) as session:
-        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo"):
+        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
                           thread_id=f"small-{kind}", approval="yes", max_steps=8)
             runs[kind] = (r, scripted.requests[start:], json.loads(r.trace_path.read_text()))
         system = system_prompt(session.box)
-    for kind in ("fence", "bare", "tags", "error", "plain", "steps"):
+    for kind in ("fence", "bare", "tags", "error", "plain", "steps", "chain"):
         r, requests, trace = runs[kind]
         assert r.status == "done", kind
         assert abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3, (kind, r.answer)
@@ -234,6 +236,7 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
         assert hint.endswith("(Tools that fit this question, in order: eo_spectral_index, eo_statistics. Call one "
                              "at a time.)") if kind != "steps" else "Tools that fit" not in hint
         assert len(_tools_in(requests[0])) <= 4
+    assert [c["status"] for c in runs["chain"][2]["tool_calls"]] == ["success", "success"]  # one call at a time
     assert runs["plain"][0].answer == f"The mean NDVI of {L8} is {NDVI_MEAN:.4f}.\nAnswer: {NDVI_MEAN:.4f}"
     # the first prompt is compact: the system prompt, a few schemas and the question, about 2,500 tokens
     first = runs["fence"][1][0]
