@@ -168,3 +168,8 @@ def test_a_stopped_suite_resumes_without_running_its_finished_pairs_again(tmp_pa
     assert [r["task"] for r in rows] == [first, second]          # the first pair was not run again
     scores = {r["task"]: float(r["accuracy"]) for r in csv.DictReader((tmp_path / "results.csv").open())}
     assert scores == {first: 1.0, second: 1.0}                   # its saved calls and reply were scored
+
+
+def test_selection_recall_needs_no_model(capsys):
+    assert main(["--selection", "--tasks", "eo-l8-ndvi-mean", "--styles", "goal"]) == 0
+    assert "| goal | 1 | 1 | 1 | 2.00 |" in capsys.readouterr().out   # spectral index and statistics bound

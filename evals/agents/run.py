@@ -37,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--http", metavar="URL", help="reach the server over streamable HTTP instead of stdio")
     p.add_argument("--out", type=Path, default=None, help="output folder (default <output>/eval-agents)")
     p.add_argument("--max-steps", type=int, default=12)
+    p.add_argument("--selection", action="store_true",
+                   help="no model: how often the tools the agent binds for each question cover its expected chain")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in --out/runs.jsonl and run only the (task, style) pairs missing there")
     p.add_argument("--list", action="store_true", help="list the tasks and exit")
@@ -172,6 +174,25 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
     return results, schemas, skipped
 
 
+async def selection_recall(tasks: list[Any], styles: list[str], target: Any) -> str:
+    """Markdown: per style, how many questions get the first expected tool, and every expected tool, among the
+    tools the ReAct agent binds at its first model call (`agents.tooluse.ToolUse.selected`); no model runs."""
+    from agents.connection import open_tools
+    from agents.tooluse import ToolUse
+
+    async with open_tools(target) as box:
+        use = ToolUse(box)
+        lines = ["| style | questions | first tool bound | whole chain bound | tools bound (mean) |",
+                 "|---|---|---|---|---|"]
+        for style in styles:
+            picks = [(use.selected(t.question(style), []), [s.name for s in t.steps]) for t in tasks
+                     if all(s.name in box.info for s in t.steps)]
+            lines.append(f"| {style} | {len(picks)} | {sum(need[0] in got for got, need in picks)} | "
+                         f"{sum(set(need) <= set(got) for got, need in picks)} | "
+                         f"{sum(len(got) for got, _ in picks) / max(1, len(picks)):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def behaviour_table(rows: list[dict[str, Any]], scores: list[Any]) -> str:
     """Markdown: tool-call rate, known-tool and valid-argument rates, accuracy, mean steps, seconds and
     first-prompt tokens, runs that ended without a tool call, per style."""
@@ -282,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [t for t in tasks if t.id in args.tasks]
     elif args.quick:
         tasks = [t for t in tasks if t.id in QUICK_TASKS]
+    if args.selection:
+        print(anyio.run(selection_recall, tasks, args.styles, ServerTarget(url=args.http) if args.http
+                        else ServerTarget()))
+        return 0
     policy = args.policy or ("model" if get_settings().llm.configured else "oracle")
     out = args.out or output_dir() / "eval-agents"
     console = Console(stderr=True, quiet=True)
