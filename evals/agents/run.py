@@ -177,10 +177,11 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
 async def selection_recall(tasks: list[Any], styles: list[str], target: Any) -> str:
     """Markdown: per style, how many questions get the first expected tool, and every expected tool, among the
     tools the ReAct agent binds at its first model call (`agents.tooluse.ToolUse.selected`); no model runs."""
-    from agents.connection import open_tools
+    from agents.runner import open_session
     from agents.tooluse import ToolUse
 
-    async with open_tools(target) as box:
+    async with open_session(target) as session:
+        box = session.box
         use = ToolUse(box)
         lines = ["| style | questions | first tool bound | whole chain bound | tools bound (mean) |",
                  "|---|---|---|---|---|"]
