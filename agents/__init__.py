@@ -12,6 +12,8 @@ own is written (`langchain-mcp-adapters` 0.3 cannot be used: it requires mcp < 2
 
 Modules: `connection` (server targets and the MCP session), `model` (the OpenAI-compatible chat
 model), `approval` (which tool calls need a human's approval), `trace` (the JSON record of a run),
-`react` (the ReAct agent), `runner` (durable runs: checkpoints, streaming, approval, resume),
+`react` (the ReAct agent), `selection` (the compact tool catalogue and the tools bound per model call),
+`toolcalls` (tool calls written as text), `tooluse` (the agent middleware that binds, reads, retries and
+stops), `runner` (durable runs: checkpoints, streaming, approval, resume),
 `workflows` (one explicit StateGraph per tool family), `cli` (`research-mcp agent ...`).
 """

@@ -6,7 +6,8 @@
     research-mcp agent --http http://127.0.0.1:8000/mcp --token $RESEARCH_MCP_TOKEN "..."
 
 Exit status: 0 answered, 1 the run failed, 2 a configuration or input problem (for example no LLM
-endpoint), 3 paused for approval (continue with `--resume THREAD --approve` or `--reject`).
+endpoint), 3 paused for approval (continue with `--resume THREAD --approve` or `--reject`), 4 the run
+ended without the model calling any tool (its reply, if any, is printed, but no tool backs it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PAUSED = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_PAUSED, EXIT_NO_TOOL = 0, 1, 2, 3, 4
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -139,4 +140,8 @@ def _run(args: argparse.Namespace, inputs: dict[str, Any], err: Any) -> int:
     err.print(f"[dim]trace: {result.trace_path}[/]")
     if result.status == "awaiting_approval":
         return EXIT_PAUSED
+    if result.status == "no_tool_call":
+        print("research-mcp agent: the model called no tool, so no tool result backs its reply. Use a model that "
+              "calls tools (see README, Agents), or ask again.", file=sys.stderr)
+        return EXIT_NO_TOOL
     return EXIT_OK if result.status == "done" else EXIT_FAILED

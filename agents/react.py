@@ -1,9 +1,15 @@
 """The ReAct agent: `langchain.agents.create_agent` over every tool the server exposes.
 
-The model (ChatOpenAI at temperature 0.1 on the configured endpoint) plans, calls tools through the
-one MCP session, checks intermediate numbers, and answers. A tool call that may write outside the
-output folder pauses the run for a human's approval (`HumanInTheLoopMiddleware` with a per-call
+The model (ChatOpenAI at temperature 0.1 on the configured endpoint) calls tools through the one MCP
+session, checks intermediate numbers, and answers. Its system prompt is the same text for every
+question and step (rules, a one-line catalogue of every tool, the bundled samples), so an endpoint's
+prompt cache keeps it; each model call binds the full schemas of a few tools only, and calls written as
+text are read, repeats and errors handled (`agents.tooluse.ToolUse`). A tool call that may write outside
+the output folder pauses the run for a human's approval (`HumanInTheLoopMiddleware` with a per-call
 predicate from `agents.approval`).
+
+A run that ends without any tool having run ends with status `no_tool_call` (the CLI exits 4): the
+answer did not come from the tools.
 """
 
 from __future__ import annotations
@@ -15,34 +21,36 @@ from typing import Any
 from agents.approval import approval_reason
 from agents.connection import ServerTarget, ToolBox
 from agents.runner import ApprovalMode, RunResult, run_graph
+from agents.selection import catalogue, fold_resources
 from agents.trace import _text
 from tools.paths import output_dir
 
-SYSTEM_PROMPT = """\
-You are a careful research analyst with expert tools (earth observation, graph reasoning, drug-target \
-interaction, natural-identifier audits, long-document QA), reached through an MCP server.
-Work like this:
-1. Plan: before the first call, write a short numbered plan of the tool calls the question needs.
-2. Act: call one tool at a time with exact arguments. Pass bundled data as its sample:// URI and \
-files the tools wrote as the paths they returned.
-3. Check: after each result, check that the numbers are plausible (an index like NDVI lies in [-1, 1], \
-a temperature in kelvin is roughly 180-340 K, a fraction lies in [0, 1], counts are whole and not \
-negative, a pixel count is at most the raster size). If a value is implausible or a tool reports an \
-error, fix the arguments and call again rather than guessing.
-4. Answer: when the evidence is in, reply with a short explanation and a last line \
-`Answer: <value>`. Give numbers with the precision asked for (else 4 significant digits) and units. \
-For a multiple-choice question the last line is `Answer: <letter>`.
+NO_TOOL_CALL = "no_tool_call"
+
+SYSTEM_PROMPT = """You answer research questions with the tools of an MCP server (earth observation, graph reasoning, \
+drug-target interaction, natural-identifier audits, long-document QA).
+Rules:
+1. Call one tool at a time with exact arguments. Pass bundled data as its sample:// URI and files a tool \
+wrote as the path it returned.
+2. Check each result: an index like NDVI lies in [-1, 1], a temperature in kelvin is about 180-340 K, a \
+fraction lies in [0, 1], counts are whole. If a tool reports an error, fix the arguments and call again.
+3. Never repeat a call you already made: its result is above.
+4. When the results answer the question, reply with one short sentence and a last line `Answer: <value>` \
+(the precision asked for, else 4 significant digits, with units; for a multiple-choice question the letter).
 Never invent a tool result; if the tools cannot answer, say so.
 """
 
 
-def system_prompt(resources: list[str], limit: int = 80) -> str:
-    """The system prompt, listing the bundled sample files the tools accept."""
-    if not resources:
-        return SYSTEM_PROMPT
-    shown = resources[:limit]
-    more = f"\n(and {len(resources) - limit} more)" if len(resources) > limit else ""
-    return SYSTEM_PROMPT + "\nBundled sample data (pass these URIs as paths):\n" + "\n".join(shown) + more
+def system_prompt(box: ToolBox | None = None, *, resources: list[str] | None = None, limit: int = 40) -> str:
+    """The system prompt: the rules, every tool in one line (when `box` is given), the bundled samples."""
+    text = SYSTEM_PROMPT
+    if box is not None and box.info:
+        text += "\nTools (name(required arguments): what it does); any of them can be called:\n" + catalogue(box.info)
+    shown = fold_resources(resources if resources is not None else (box.resources if box else []))
+    if shown:
+        more = f"\n(and {len(shown) - limit} more)" if len(shown) > limit else ""
+        text += "\nBundled sample data (pass these URIs as paths):\n" + "\n".join(shown[:limit]) + more
+    return text + "\n"
 
 
 def final_answer(values: dict[str, Any]) -> str | None:
@@ -63,10 +71,30 @@ def final_answer(values: dict[str, Any]) -> str | None:
     return None
 
 
-def build_agent(box: ToolBox, model: Any, saver: Any, *, out: Path, cwd: Path) -> Any:
+def tool_results(values: dict[str, Any]) -> int:
+    """How many results of the last question's tool calls answer a call of a tool the server has (run,
+    failed or declined), not counting a notice about an unknown tool or a repeated call."""
+    from agents.tooluse import REPEAT_NOTICE, UNKNOWN_NOTICE, current_turn
+
+    _, turn = current_turn(list(values.get("messages", [])))
+    ids = {c.get("id") for m in turn if getattr(m, "type", "") == "ai" for c in (getattr(m, "tool_calls", None) or [])}
+    return sum(1 for m in turn if getattr(m, "type", "") == "tool" and getattr(m, "tool_call_id", None) in ids
+               and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE)))
+
+
+def run_status(status: str, values: dict[str, Any]) -> str:
+    """`no_tool_call` for a finished run whose model called no tool the server has; else `status`."""
+    if status == "done" and values.get("messages") and tool_results(values) == 0:
+        return NO_TOOL_CALL
+    return status
+
+
+def build_agent(box: ToolBox, model: Any, saver: Any, *, out: Path, cwd: Path, max_steps: int = 30) -> Any:
     """The compiled ReAct graph over `box`'s tools, checkpointed by `saver`."""
     from langchain.agents import create_agent
     from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
+
+    from agents.tooluse import ToolUse
 
     def gate(name: str) -> InterruptOnConfig:
         info = box.info.get(name)
@@ -81,8 +109,12 @@ def build_agent(box: ToolBox, model: Any, saver: Any, *, out: Path, cwd: Path) -
         return InterruptOnConfig(allowed_decisions=["approve", "reject"], when=when, description=describe)
 
     gated = {name: gate(name) for name, info in box.info.items() if not info.read_only}
-    middleware = [HumanInTheLoopMiddleware(gated)] if gated else []
-    return create_agent(model, list(box.tools.values()), system_prompt=system_prompt(box.resources),
+    from tools.settings import get_settings
+
+    middleware: list[Any] = [ToolUse(box, max_steps=max_steps, max_tokens=get_settings().llm.agent_max_tokens)]
+    if gated:
+        middleware.append(HumanInTheLoopMiddleware(gated))
+    return create_agent(model, list(box.tools.values()), system_prompt=system_prompt(box),
                         middleware=middleware, checkpointer=saver, name="research_agent")
 
 
@@ -107,10 +139,11 @@ async def ask(
     cwd = Path(target.cwd or os.getcwd())
 
     async def build(box: ToolBox, saver: Any) -> Any:
-        return build_agent(box, llm, saver, out=out, cwd=cwd)
+        return build_agent(box, llm, saver, out=out, cwd=cwd, max_steps=max_steps)
 
     inputs = {"messages": [{"role": "user", "content": question}]} if question else None
     return await run_graph(build, inputs, kind="react", question=question, target=target, session=session,
                            thread_id=thread_id,
                            resume=resume, approval=approval, console=console, answer_of=final_answer,
-                           model_name=getattr(llm, "model_name", None), recursion_limit=2 * max_steps + 5)
+                           status_of=run_status, model_name=getattr(llm, "model_name", None),
+                           recursion_limit=2 * max_steps + 5)

@@ -50,7 +50,8 @@ def load_trace(thread_id: str, out: Path | None = None) -> dict[str, Any] | None
 
 @dataclass
 class RunResult:
-    """How a run ended: `done`, `awaiting_approval` (resume to answer) or `stopped`."""
+    """How a run ended: `done`, `awaiting_approval` (resume to answer), `stopped`, `failed`, or a status
+    the graph's own judge gives (the ReAct agent's `no_tool_call`)."""
 
     thread_id: str
     status: str
@@ -190,6 +191,7 @@ async def run_graph(
     approval: ApprovalMode = "ask",
     console: Console | None = None,
     answer_of: Callable[[dict[str, Any]], str | None] | None = None,
+    status_of: Callable[[str, dict[str, Any]], str] | None = None,
     model_name: str | None = None,
     recursion_limit: int = 60,
     meta: dict[str, Any] | None = None,
@@ -200,7 +202,8 @@ async def run_graph(
         async with open_session(target or ServerTarget()) as own:
             return await run_graph(build, inputs, kind=kind, question=question, session=own, thread_id=thread_id,
                                    resume=resume, approval=approval, console=console, answer_of=answer_of,
-                                   model_name=model_name, recursion_limit=recursion_limit, meta=meta)
+                                   status_of=status_of, model_name=model_name, recursion_limit=recursion_limit,
+                                   meta=meta)
     console = console or Console(stderr=True)
     thread_id = thread_id or uuid.uuid4().hex[:12]
     out = session.out
@@ -228,6 +231,8 @@ async def run_graph(
         status, snap, pending = await drive(graph, first, config, console=console,
                                             approver=approver_for(approval, console))
         values = dict(snap.values)
+        if status_of is not None:
+            status = status_of(status, values)
     finally:
         answer = answer_of(values) if (answer_of and values) else None
         trace.finish(status, messages=values.get("messages"), answer=answer,

@@ -109,7 +109,7 @@ def test_agent_survives_a_model_that_calls_no_tool_an_unknown_tool_or_sends_brok
     with ScriptedLLM(rule) as llm:
         runs = anyio.run(go, llm.base_url)
     for kind, r in runs.items():
-        assert r.status == "done", kind
+        assert r.status == "no_tool_call", kind  # no tool of the server was called: the status says so
         trace = json.loads(r.trace_path.read_text())
         assert trace["tool_calls"] == [] and r.executed == []  # nothing ran
         runs[kind] = (r, trace["messages"])
@@ -119,7 +119,7 @@ def test_agent_survives_a_model_that_calls_no_tool_an_unknown_tool_or_sends_brok
     assert r.answer == "Answer: unknown"
     tool_msgs = [m for m in msgs if m["type"] == "tool"]
     assert tool_msgs and "eo_make_coffee is not a valid tool" in tool_msgs[0]["content"]
-    assert "eo_statistics" in tool_msgs[0]["content"]  # the error lists the tools that exist
+    assert "eo_statistics" in tool_msgs[0]["content"]  # the error lists the family's tools that exist
     r, msgs = runs["broken"]
     bad = [c for m in msgs for c in m.get("invalid_tool_calls", [])]
     assert bad and bad[0]["name"] == "eo_statistics" and bad[0]["args"] == '{"raster": "sample://x.tif", '
@@ -153,3 +153,24 @@ def test_the_cli_with_no_endpoint_runs_the_suite_on_the_oracle(tmp_path: Path, m
     assert cli(["eval", "agents", "--tasks", task, "--styles", "goal", "--out", str(tmp_path)]) == 0
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
     assert [r["task"] for r in rows] == [task] and float(rows[0]["accuracy"]) == 1.0
+
+
+def test_a_stopped_suite_resumes_without_running_its_finished_pairs_again(tmp_path: Path):
+    import json
+
+    first, second = "eo-l8-ndvi-mean", "eo-l8-sun-elevation"
+    assert main(["--tasks", first, "--policy", "oracle", "--styles", "goal", "--out", str(tmp_path)]) == 0
+    row = json.loads((tmp_path / "runs.jsonl").read_text().splitlines()[0])
+    assert row["calls_made"][0]["name"] == "eo_spectral_index" and row["reply"].startswith("The tool results")
+    assert row["first_prompt_tokens"] > 0 and row["status"] == "done"
+    assert main(["--tasks", first, second, "--policy", "oracle", "--styles", "goal", "--out", str(tmp_path),
+                 "--resume"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["task"] for r in rows] == [first, second]          # the first pair was not run again
+    scores = {r["task"]: float(r["accuracy"]) for r in csv.DictReader((tmp_path / "results.csv").open())}
+    assert scores == {first: 1.0, second: 1.0}                   # its saved calls and reply were scored
+
+
+def test_selection_recall_needs_no_model(capsys):
+    assert main(["--selection", "--tasks", "eo-l8-ndvi-mean", "--styles", "goal"]) == 0
+    assert "| goal | 1 | 1 | 1 | 2.00 |" in capsys.readouterr().out   # spectral index and statistics bound

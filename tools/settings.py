@@ -29,6 +29,10 @@ class LLMSettings(BaseSettings):
     max_retries: int = 4
     concurrency: int = 8
     temperature: float = 0.0
+    agent_max_tokens: int = Field(
+        256, ge=16, description="Most tokens the ReAct agent's model writes per reply (a tool call or an answer): "
+        "a small model on a CPU writes about 15 a second, and a reply that loops stops here.",
+    )
     embedded: bool = Field(True, description="Use the embedded local model when no endpoint is configured.")
     embedded_model: str = Field(
         "qwen2.5-coder-1.5b-instruct", description="The embedded chat model: qwen2.5-coder-1.5b-instruct (default; "

@@ -85,10 +85,14 @@ def build(box: ToolBox, saver: Any, llm: Any = None) -> Any:
     async def answer(state: DTIState) -> dict[str, Any]:
         text = report(state)
         if llm is not None and state.get("question"):
+            top = (state.get("screen") or {}).get("top") or [{}]
+            hit = top[0].get("id") or top[0].get("name")
             text = await ask_model(llm, "You summarise a virtual screen for a chemist. Say how far the model can be "
-                                   "trusted (its card), then end with `Answer: <top hit id>`.",
+                                   "trusted (its card), then end with a line that starts `Answer:` and gives the top "
+                                   "hit's id.",
                                    f"Question: {state['question']}\nModel card: "
-                                   f"{json.dumps(state.get('card', {}), default=str)[:2000]}\nScreen:\n{text}")
+                                   f"{json.dumps(state.get('card', {}), default=str)[:2000]}\nScreen:\n{text}",
+                                   fallback=text + (f"\nAnswer: {hit}" if hit else ""))
         return {"answer": text}
 
     g = StateGraph(DTIState)

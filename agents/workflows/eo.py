@@ -86,9 +86,9 @@ def build(box: ToolBox, saver: Any, llm: Any = None) -> Any:
             facts = {"statistics": state.get("statistics", {}).get("stats"), "area": state.get("area", {}).get("rows"),
                      "method": state.get("product_result", {}).get("method")}
             text = await ask_model(llm, "You answer earth-observation questions from tool results. Check the numbers "
-                                   "are plausible, then end with a line `Answer: <value>`.",
+                                   "are plausible, then end with a line that starts `Answer:` and gives the value.",
                                    f"Question: {state['question']}\nResults: {json.dumps(facts, default=str)}\n"
-                                   f"Report:\n{text}")
+                                   f"Report:\n{text}", fallback=text)
         return {"answer": text}
 
     g = StateGraph(EOState)

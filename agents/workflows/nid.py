@@ -95,7 +95,7 @@ def build(box: ToolBox, saver: Any, llm: Any = None) -> Any:
         if llm is not None and state.get("question"):
             text = await ask_model(llm, "You explain privacy audits of language models with natural identifiers as "
                                    "canaries. End with a line `Answer: ...`.",
-                                   f"Question: {state['question']}\nReport:\n{text}")
+                                   f"Question: {state['question']}\nReport:\n{text}", fallback=text)
         return {"answer": text}
 
     g = StateGraph(NIDState)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,34 @@ async def call_tool(box: ToolBox, name: str, args: dict[str, Any]) -> dict[str, 
     return {"text": _text(msg.content)}
 
 
-async def ask_model(llm: Any, system: str, user: str) -> str:
-    """One chat completion (the workflow's model step); the text of the reply."""
+ANSWER_LINE = re.compile(r"^[ \t*]*answer[ \t*]*:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+PLACEHOLDER = re.compile(r"^<[^<>\n]{1,40}>$|^\.\.\.$|^…$")
+
+
+def stated_answer(reply: str) -> str | None:
+    """The value on the reply's last `Answer:` line; None when there is none, it is empty, or it is a template
+    placeholder copied from the prompt (`<value>`), as small models do."""
+    found = ANSWER_LINE.findall(reply or "")
+    value = found[-1].strip().strip("`").strip() if found else ""
+    return value if value and not PLACEHOLDER.match(value) else None
+
+
+async def ask_model(llm: Any, system: str, user: str, *, fallback: str | None = None) -> str:
+    """One chat completion (the workflow's model step); the text of the reply.
+
+    With `fallback` (the step's plain report of the tool results), a reply that states no answer (no
+    `Answer:` line, or a placeholder on it) gets the report after it, and a model that fails gives the report
+    with the reason: the answer always comes from the tool results, whatever the model writes."""
     if llm is None:
         raise ResearchError("This step needs a model and no LLM endpoint is configured.",
                             hint="Set OPENAI_BASE_URL / OPENAI_API_KEY and OPENAI_MODEL.")
-    reply = await llm.ainvoke([{"role": "system", "content": system}, {"role": "user", "content": user}])
-    return _text(reply.content).strip()
+    try:
+        reply = await llm.ainvoke([{"role": "system", "content": system}, {"role": "user", "content": user}])
+    except Exception as exc:
+        if fallback is None:
+            raise
+        return f"(The model did not answer: {type(exc).__name__}: {exc})\n{fallback}"
+    text = _text(reply.content).strip()
+    if fallback is not None and stated_answer(text) is None:
+        text = f"{text}\n\n{fallback}" if text else fallback
+    return text

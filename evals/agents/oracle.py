@@ -48,8 +48,17 @@ class Oracle:
     def __init__(self, tasks: list[Task], styles: tuple[str, ...] = ("instruction", "goal")) -> None:
         self.by_question = {t.question(s): t for t in tasks for s in styles}
 
+    def task_of(self, body: dict[str, Any]) -> Task | None:
+        """The task whose question the request's first user message asks (the agent may add a line after it:
+        the tools it chose for the question)."""
+        text = first_user_text(body)
+        if text in self.by_question:
+            return self.by_question[text]
+        asked = [q for q in self.by_question if text.startswith(q + "\n")]
+        return self.by_question[max(asked, key=len)] if asked else None
+
     def __call__(self, body: dict[str, Any]) -> str | dict[str, Any]:
-        task = self.by_question.get(first_user_text(body))
+        task = self.task_of(body)
         if task is None:
             return "I do not know this task. Answer: unknown"
         results = tool_results(body)
@@ -140,7 +149,7 @@ class Perturbed(Oracle):
         return steps, 0
 
     def __call__(self, body: dict[str, Any]) -> str | dict[str, Any]:
-        task = self.by_question.get(first_user_text(body))
+        task = self.task_of(body)
         if task is None:
             return "I do not know this task. Answer: unknown"
         plan, skip = self.plan(task)

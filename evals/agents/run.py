@@ -1,11 +1,12 @@
-"""Run the agent suite and score it: `python -m evals.agents [--quick] [--policy oracle|model] [--out DIR]`.
+"""Run the agent suite and score it: `python -m evals.agents [--quick] [--policy oracle|model] [--out DIR] [--resume]`.
 
 Each (task, style) is one ReAct-agent run over the server's tools through one shared MCP session.
 `--policy model` uses the configured OpenAI-compatible endpoint; `--policy oracle` serves the scripted
 oracle (it follows each expected chain) from a local ScriptedLLM, so the suite runs in CI without a
 model. Before running, every expected tool name is checked against the server's tool list; tasks
 naming tools the server lacks are left out and listed (their family is not installed), never scored
-against chains no agent could follow. Writes results.csv, summary.md and metrics.png under --out.
+against chains no agent could follow. Writes results.csv, summary.md and metrics.png under --out, and
+each run's row to runs.jsonl as it finishes (`--resume` runs only the pairs that file lacks).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--http", metavar="URL", help="reach the server over streamable HTTP instead of stdio")
     p.add_argument("--out", type=Path, default=None, help="output folder (default <output>/eval-agents)")
     p.add_argument("--max-steps", type=int, default=12)
+    p.add_argument("--selection", action="store_true",
+                   help="no model: how often the tools the agent binds for each question cover its expected chain")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in --out/runs.jsonl and run only the (task, style) pairs missing there")
     p.add_argument("--list", action="store_true", help="list the tasks and exit")
     return p
 
@@ -73,15 +78,51 @@ def call_behaviour(calls: list[Any], names: set[str], schemas: dict[str, dict[st
     return {"calls": len(calls), "known_calls": len(known), "valid_calls": valid}
 
 
+def llm_figures(trace_file: Path) -> dict[str, Any]:
+    """From a run's trace: the first prompt's tokens (the server's count), all prompt and completion
+    tokens, and the seconds spent waiting for the model."""
+    try:
+        calls = json.loads(trace_file.read_text(encoding="utf-8")).get("llm_calls", [])
+    except (OSError, json.JSONDecodeError):
+        calls = []
+    return {"first_prompt_tokens": calls[0]["prompt_tokens"] if calls else None,
+            "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+            "completion_tokens": sum(c["completion_tokens"] for c in calls),
+            "model_seconds": round(sum(c["seconds"] or 0.0 for c in calls), 1)}
+
+
+def load_progress(path: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows of an earlier run's runs.jsonl that can be resumed from (those that kept their calls)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a kill
+            if isinstance(row, dict) and "calls_made" in row:
+                rows[(row["task"], row["style"])] = row
+    return rows
+
+
+def result_of(row: dict[str, Any]) -> tuple[list[Any], str | None]:
+    """(calls, reply) of a saved row, as `run_suite` returns them."""
+    from evals.agents.metrics import Call
+
+    return [Call(c["name"], c.get("args") or {}) for c in row["calls_made"]], row.get("reply")
+
+
 async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: Any, max_steps: int,
                     console: Any, behaviour: list[dict[str, Any]] | None = None,
-                    progress: Path | None = None) -> tuple[dict[tuple[str, str], Any], dict[str, dict[str, Any]],
-                                                           list[str]]:
+                    progress: Path | None = None,
+                    done: dict[tuple[str, str], dict[str, Any]] | None = None
+                    ) -> tuple[dict[tuple[str, str], Any], dict[str, dict[str, Any]], list[str]]:
     """Run every (task, style) on one session; results keyed by (task id, style).
 
-    `behaviour`, when given, gets one row per run: model turns, tool calls (to known tools, with
-    schema-valid arguments), tool errors, status and seconds; `progress` gets the same rows as JSON lines
-    as they are made.
+    `behaviour`, when given, gets one row per run: status, model turns, tool calls (to known tools, with
+    schema-valid arguments), tool errors, seconds, the first prompt's tokens, the calls made and the reply;
+    `progress` gets the same rows as JSON lines as they are made, so a stopped run keeps them. Pairs in
+    `done` (rows of an earlier run) are not run again: their saved calls and reply are the result.
     """
     from agents.react import ask
     from agents.runner import open_session
@@ -101,6 +142,11 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
         stamp = time.strftime("%H%M%S")
         for t in runnable:
             for style in styles:
+                if done and (t.id, style) in done:
+                    results[(t.id, style)] = result_of(done[(t.id, style)])
+                    if behaviour is not None:
+                        behaviour.append(done[(t.id, style)])
+                    continue
                 t0 = time.perf_counter()
                 try:
                     r = await ask(t.question(style), session=session, thread_id=f"suite-{t.id}-{style}-{stamp}",
@@ -118,7 +164,9 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
                            "steps": sum(1 for m in msgs if getattr(m, "type", "") == "ai"),
                            **call_behaviour(calls, set(session.box.names()), schemas),
                            "tool_errors": sum(1 for e in r.executed if e.get("status") == "error"),
-                           "seconds": round(time.perf_counter() - t0, 1), "answer": (r.answer or "")[:160]}
+                           "seconds": round(time.perf_counter() - t0, 1), "answer": (r.answer or "")[:160],
+                           **llm_figures(r.trace_path),
+                           "calls_made": [{"name": c.name, "args": dict(c.args)} for c in calls], "reply": r.answer}
                     behaviour.append(row)
                     if progress is not None:
                         with progress.open("a", encoding="utf-8") as fh:
@@ -126,21 +174,46 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
     return results, schemas, skipped
 
 
+async def selection_recall(tasks: list[Any], styles: list[str], target: Any) -> str:
+    """Markdown: per style, how many questions get the first expected tool, and every expected tool, among the
+    tools the ReAct agent binds at its first model call (`agents.tooluse.ToolUse.selected`); no model runs."""
+    from agents.runner import open_session
+    from agents.tooluse import ToolUse
+
+    async with open_session(target) as session:
+        box = session.box
+        use = ToolUse(box)
+        lines = ["| style | questions | first tool bound | whole chain bound | tools bound (mean) |",
+                 "|---|---|---|---|---|"]
+        for style in styles:
+            picks = [(use.selected(t.question(style), []), [s.name for s in t.steps]) for t in tasks
+                     if all(s.name in box.info for s in t.steps)]
+            lines.append(f"| {style} | {len(picks)} | {sum(need[0] in got for got, need in picks)} | "
+                         f"{sum(set(need) <= set(got) for got, need in picks)} | "
+                         f"{sum(len(got) for got, _ in picks) / max(1, len(picks)):.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def behaviour_table(rows: list[dict[str, Any]], scores: list[Any]) -> str:
-    """Markdown: tool-call rate, known-tool and valid-argument rates, accuracy, mean steps, per style."""
+    """Markdown: tool-call rate, known-tool and valid-argument rates, accuracy, mean steps, seconds and
+    first-prompt tokens, runs that ended without a tool call, per style."""
     correct = {(s.task_id, s.style): float(s.correct) for s in scores}
     lines = ["| style | runs | tool-call rate | known-tool rate | valid-argument rate | accuracy | mean steps "
-             "| tool errors | mean s |", "|---|---|---|---|---|---|---|---|---|"]
+             "| tool errors | mean s | first prompt (tokens) | ended without a tool |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for style in sorted({r["style"] for r in rows}):
         sel = [r for r in rows if r["style"] == style]
         calls = sum(r["calls"] for r in sel)
         known, valid = ((f"{sum(r[k] for r in sel) / calls:.3f}" for k in ("known_calls", "valid_calls"))
                         if calls else ("n/a (no calls)", "n/a (no calls)"))
+        firsts = [r["first_prompt_tokens"] for r in sel if r.get("first_prompt_tokens")]
+        first = f"{sum(firsts) / len(firsts):.0f} (max {max(firsts)})" if firsts else "n/a"
         lines.append(f"| {style} | {len(sel)} | {sum(r['calls'] > 0 for r in sel) / len(sel):.3f} | "
                      f"{known} | {valid} | "
                      f"{sum(correct.get((r['task'], style), 0.0) for r in sel) / len(sel):.3f} | "
                      f"{sum(r['steps'] for r in sel) / len(sel):.2f} | {sum(r['tool_errors'] for r in sel)} | "
-                     f"{sum(r['seconds'] for r in sel) / len(sel):.1f} |")
+                     f"{sum(r['seconds'] for r in sel) / len(sel):.1f} | {first} | "
+                     f"{sum(r['status'] == 'no_tool_call' for r in sel)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -231,6 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [t for t in tasks if t.id in args.tasks]
     elif args.quick:
         tasks = [t for t in tasks if t.id in QUICK_TASKS]
+    if args.selection:
+        print(anyio.run(selection_recall, tasks, args.styles, ServerTarget(url=args.http) if args.http
+                        else ServerTarget()))
+        return 0
     policy = args.policy or ("model" if get_settings().llm.configured else "oracle")
     out = args.out or output_dir() / "eval-agents"
     console = Console(stderr=True, quiet=True)
@@ -239,11 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     behaviour: list[dict[str, Any]] = []
     out.mkdir(parents=True, exist_ok=True)
     progress = out / "runs.jsonl"
-    progress.unlink(missing_ok=True)
+    done = load_progress(progress) if args.resume else {}
+    if not args.resume:
+        progress.unlink(missing_ok=True)
 
     async def go(model: Any) -> Any:
         return await run_suite(tasks, args.styles, model=model, target=target, max_steps=args.max_steps,
-                               console=console, behaviour=behaviour, progress=progress)
+                               console=console, behaviour=behaviour, progress=progress, done=done)
 
     if policy in ("oracle", "perturbed"):
         with _oracle_endpoint(tasks, policy) as url:

@@ -1,0 +1,317 @@
+"""What a small model reads about the tools: a compact catalogue, and the few tools bound per model call.
+
+A full tool list (47 tools with their JSON schemas, about 18,000 tokens) takes a 1.5B model on two CPU
+cores minutes to read, and drowns the question. So the agent's system prompt carries a compact
+catalogue instead (`catalogue`: each tool's name and the first line of its description, grouped by
+family, and the bundled samples folded by folder), which is the same text for every question and every
+step, so an endpoint's prompt cache keeps it. Each model call binds the full schemas of a few tools
+only: those `select_tools` picks from the question by a lexical match over the tools' names,
+descriptions and argument descriptions (any tool the question names comes first), plus the tools the
+run has already called.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agents.connection import ToolInfo
+
+LINE_CHARS = 60
+SAMPLE_PREFIX = "sample://"
+STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "give", "given", "has",
+    "have", "how", "i", "in", "into", "is", "it", "its", "me", "of", "on", "or", "over", "per", "please", "than",
+    "that", "the", "their", "them", "then", "this", "to", "use", "using", "was", "what", "when", "where", "which",
+    "while", "who", "with", "within", "you", "your", "decimals", "decimal", "digits", "one", "two", "three",
+    "four", "step", "steps", "compute", "call", "tool", "tools", "bundled", "value", "values", "answer",
+})
+
+
+def first_line(description: str, limit: int = LINE_CHARS) -> str:
+    """The first sentence of a tool description, at most `limit` characters."""
+    text = " ".join((description or "").strip().split("\n\n")[0].split())
+    m = re.match(r"(.+?[.!?])(\s|$)", text)
+    text = m.group(1) if m else text
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+
+
+def family(name: str) -> str:
+    return name.split("_", 1)[0]
+
+
+def fold_resources(uris: Iterable[str]) -> list[str]:
+    """The bundled samples as a model should name them: a folder of band files once (a scene is passed as
+    its folder), READMEs and licence texts left out."""
+    uris = sorted(uris)
+    by_folder: dict[str, list[str]] = {}
+    for u in uris:
+        by_folder.setdefault(u.rsplit("/", 1)[0], []).append(u)
+    out: list[str] = []
+    for folder, files in by_folder.items():
+        if "/licenses" in folder:
+            continue
+        rasters = [f for f in files if f.lower().endswith((".tif", ".tiff", ".jp2"))]
+        depth = folder.removeprefix(SAMPLE_PREFIX).count("/")
+        if len(rasters) >= 3 and depth >= 1:
+            out.append(f"{folder} (a scene: pass the folder)")
+            continue
+        out.extend(f for f in files if not f.rsplit("/", 1)[-1].upper().startswith(("README", "LICENSE")))
+    return out
+
+
+def signature(info: ToolInfo) -> str:
+    """`name(required, arguments)`: what a call cannot leave out."""
+    required = info.input_schema.get("required", []) if isinstance(info.input_schema, Mapping) else []
+    return f"{info.name}({', '.join(required)})"
+
+
+def catalogue(infos: Mapping[str, ToolInfo]) -> str:
+    """One line a tool, grouped by family in the server's order: `name(required arguments): what it does`."""
+    lines: list[str] = []
+    last = None
+    for name, info in infos.items():
+        fam = family(name)
+        if fam != last:
+            lines.append(f"[{fam}]")
+            last = fam
+        lines.append(f"{signature(info)}: {first_line(info.description)}")
+    return "\n".join(lines)
+
+
+# lexical selection ---------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+_EXAMPLES = re.compile(r"e\.g\.,?\s*([^.;)]*)", re.IGNORECASE)
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word stems of `text` without stopwords (`eo_spectral_index` gives eo, spectral, index)."""
+    stems = (_stem(w) for w in _WORD.findall(text.lower().replace("_", " ")) if not w.isdigit())
+    return [w for w in stems if w not in STOPWORDS]
+
+
+def _schema_text(schema: Mapping[str, object]) -> str:
+    parts: list[str] = []
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    for pname, prop in (props or {}).items() if isinstance(props, Mapping) else ():
+        parts.append(pname)
+        if isinstance(prop, Mapping):
+            parts.append(str(prop.get("description", "")))
+            parts.extend(str(e) for e in prop.get("enum", []) or [] if e is not None)
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class ToolIndex:
+    """Weighted word bags of every tool, and how rare each word is among the tools."""
+
+    bags: dict[str, Counter[str]]
+    idf: dict[str, dict[str, float]]
+    order: tuple[str, ...]
+    required: dict[str, tuple[str, ...]]
+    makes: dict[str, set[str]]
+    inputs: dict[str, set[str]]
+
+    @classmethod
+    def build(cls, infos: Mapping[str, ToolInfo]) -> ToolIndex:
+        bags: dict[str, Counter[str]] = {}
+        for name, info in infos.items():
+            bag: Counter[str] = Counter()
+            for w in words(name):
+                bag[w] += 3.0
+            for w in words(first_line(info.description, 400)):
+                bag[w] += 2.0
+            for w in words(info.description):
+                bag[w] += 1.0
+            schema = _schema_text(info.input_schema)
+            for w in words(schema):
+                bag[w] += 1.0
+            for w in words(" ".join(_EXAMPLES.findall(info.description + " " + schema))):
+                bag[w] += 3.0   # the values an argument's examples give are the words a question uses
+            bags[name] = bag
+        idf: dict[str, dict[str, float]] = {}
+        for group in [None, *sorted({family(n) for n in bags})]:  # over all tools, and within each family
+            members = [b for n, b in bags.items() if group is None or family(n) == group]
+            df = Counter(w for bag in members for w in bag)
+            idf["" if group is None else group] = {w: math.log(1.0 + len(members) / c) for w, c in df.items()}
+        required = {n: tuple((i.input_schema or {}).get("required", []) or []) for n, i in infos.items()}
+        makes = {n: set(_WORD.findall(first_line(i.description, 400).lower())) & FILE_KINDS for n, i in infos.items()}
+        inputs = {}
+        for n, i in infos.items():
+            props = (i.input_schema or {}).get("properties", {}) or {}
+            text = " ".join(str((props.get(r) or {}).get("description", "")) for r in required[n])
+            inputs[n] = set(_WORD.findall(text.lower())) & FILE_KINDS
+        return cls(bags, idf, tuple(infos), required, makes, inputs)
+
+    def scores(self, question: str, within: str | None = None,
+               weights: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Each tool's match to `question`; words weighed by their rarity among all tools, or among the
+        tools of family `within` (so that words every tool of a family shares count for little), times
+        `weights` (a word already covered by a chosen tool counts less)."""
+        q = Counter(words(strip_locations(question)))
+        idf = self.idf[within if within is not None else ""]
+        out = {}
+        for name, bag in self.bags.items():
+            if within is not None and family(name) != within:
+                continue
+            s = 0.0
+            for w, qn in q.items():
+                if w in bag:
+                    s += idf[w] * math.log(1.0 + bag[w]) * min(qn, 2) * (weights or {}).get(w, 1.0)
+            out[name] = s
+        return out
+
+    def cover(self, question: str, within: str, k: int) -> list[str]:
+        """Up to `k` tools of family `within` chosen greedily to cover the question's words: each pick is the
+        best match to the words the tools already picked do not hold, so the picks complement each other
+        (the tool that makes a product, then the one that measures it)."""
+        weights: dict[str, float] = {}
+        chosen: list[str] = []
+        given = located_kinds(question)
+        for _ in range(k):
+            scores = self.scores(question, within, weights)
+            for n in scores:
+                if given & set(self.required[n]):
+                    scores[n] = scores[n] * 1.5 + 1.0   # the question holds what the tool needs
+                if chosen and self.inputs[n] & self.makes[chosen[0]]:
+                    scores[n] = scores[n] * 1.5 + 1.0   # it takes what the first pick makes (a GeoTIFF...)
+            ranked = sorted((n for n in scores if n not in chosen and scores[n] > 0),
+                            key=lambda n: (-scores[n], self.order.index(n)))
+            if not ranked:
+                break
+            chosen.append(ranked[0])
+            for w in self.bags[ranked[0]]:
+                weights[w] = weights.get(w, 1.0) * 0.25
+        return chosen
+
+
+_LOCATION = re.compile(r"[a-z][a-z0-9+.-]*://\S+|(?<![\w])[~.]?/[\w./-]+")
+
+
+def strip_locations(text: str) -> str:
+    """`text` without URIs and file paths: what they name is data, not what to do with it."""
+    return _LOCATION.sub(" ", text)
+
+
+FILE_KINDS = frozenset(["geotiff", "tiff", "png", "csv", "json", "jsonl", "sdf", "smi", "parquet", "npz"])
+FILE_ARGUMENTS = ("path", "file", "raster", "library", "text")
+
+
+def located_kinds(text: str) -> set[str]:
+    """Argument names the data `text` points at can fill: `scene` for a folder of bands (a path without a
+    file extension), `path`/`file`/`raster`... for a file."""
+    kinds: set[str] = set()
+    for loc in _LOCATION.findall(text):
+        last = loc.rstrip("/.,;:?!)").rsplit("/", 1)[-1]
+        if "." in last:
+            kinds.update(FILE_ARGUMENTS)
+            if last.lower().endswith((".tif", ".tiff")):
+                kinds.add("scene")
+        else:
+            kinds.add("scene")
+    return kinds
+
+
+def named_tools(text: str, names: Iterable[str]) -> list[str]:
+    """The tools `text` names, in the order it names them."""
+    found = []
+    for name in names:
+        m = re.search(rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])", text)
+        if m:
+            found.append((m.start(), name))
+    return [n for _, n in sorted(found)]
+
+
+def select_tools(question: str, infos: Mapping[str, ToolInfo], *, used: Sequence[str] = (), k: int = 3,
+                 index: ToolIndex | None = None) -> list[str]:
+    """The tools to bind for a model call: those the question names, else the `k` best lexical matches in
+    the family the question points at (a `sample://FAMILY/` path, else the best-matching tools' family),
+    then the tools already `used` in this run. The same question and history give the same list, in the
+    same order, so the bound tools (and the prompt prefix they are part of) stay the same across steps."""
+    index = index or ToolIndex.build(infos)
+    chosen = [n for n in named_tools(question, infos)]
+    if not chosen:
+        scores = index.scores(question)
+        fams = Counter({family(n): 0.0 for n in infos})
+        for uri_fam in re.findall(r"sample://([a-z]+)/", question):
+            if uri_fam in fams:
+                fams[uri_fam] += 1000.0
+        best: dict[str, list[float]] = {}
+        for n, s in scores.items():
+            best.setdefault(family(n), []).append(s)
+        for fam, ss in best.items():
+            fams[fam] += sum(sorted(ss, reverse=True)[:2])
+        top_family = fams.most_common(1)[0][0] if fams else None
+        chosen = index.cover(question, top_family, k) if top_family else []
+    for n in used:
+        if n in infos and n not in chosen:
+            chosen.append(n)
+    return chosen
+
+
+# compact schemas -----------------------------------------------------------------------------------------
+
+DESCRIPTION_CHARS = 100
+
+
+def _short(text: str, limit: int = DESCRIPTION_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema with the same properties, types, enums and required list, in fewer tokens: titles and
+    defaults dropped (an argument left out takes its default; a small model shown the defaults writes them
+    all out, a token at a time), `null` alternatives of optional arguments dropped, descriptions cut to one
+    line."""
+    if isinstance(schema, list):
+        return [compact_schema(s) for s in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("title", "default") or (key == "additionalProperties" and not isinstance(value, Mapping)):
+            continue
+        if key == "description":
+            out[key] = _short(value)
+        elif key == "type" and isinstance(value, list) and "null" in value and len(value) > 1:
+            rest = [t for t in value if t != "null"]
+            out[key] = rest[0] if len(rest) == 1 else rest
+        elif key == "anyOf" and isinstance(value, list) and any(v == {"type": "null"} for v in value):
+            rest = [compact_schema(v) for v in value if v != {"type": "null"}]
+            if len(rest) == 1 and isinstance(rest[0], Mapping):
+                out.update(rest[0])
+            else:
+                out[key] = rest
+        elif key == "enum" and isinstance(value, list):
+            out[key] = [v for v in value if v is not None]
+        elif key == "properties" and isinstance(value, Mapping):
+            out[key] = {k: compact_schema(v) for k, v in value.items()}
+        else:
+            out[key] = compact_schema(value)
+    return out
+
+
+def tool_description(description: str) -> str:
+    """A tool's description without its bounds paragraph (the settings that limit it)."""
+    paragraphs = [p.strip() for p in (description or "").split("\n\n") if p.strip()]
+    return "\n\n".join(p for p in paragraphs if not p.startswith("Bounds"))
+
+
+def openai_tool(info: ToolInfo) -> dict[str, Any]:
+    """The OpenAI `tools` entry for `info`, compacted (`compact_schema`, `tool_description`)."""
+    return {"type": "function", "function": {"name": info.name, "description": tool_description(info.description),
+                                             "parameters": compact_schema(info.input_schema or {"type": "object"})}}

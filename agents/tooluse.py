@@ -1,0 +1,318 @@
+"""How the ReAct agent keeps a model, small or large, on the tools: `ToolUse`, a LangChain agent middleware.
+
+Every MCP tool is registered with the agent, so any tool the model names can run; each model call binds
+the compact schemas of a few (`agents.selection.select_tools`: from the question, plus the tools the run
+has used), while the system prompt lists all of them in one line each. Around each model call:
+
+- a reply that writes its call as text (a ```json fence, bare JSON, `<tool_call>` tags...) becomes a
+  real tool call (`agents.toolcalls`), the first one only when it writes several (the later ones guess
+  at files the first has not written yet); a misspelt tool name is resolved to the tool it means;
+- a reply that calls no tool before any tool has run is asked once more, with a reminder to call one;
+- a call that repeats an earlier one (same tool, same arguments) is not run again: the model is told
+  so once, and if it repeats again the run ends with an answer written from the results it has;
+- at the step limit the model is asked for its answer with no tools bound, so a run always ends with
+  an answer rather than an exhausted recursion limit.
+
+Around each tool call: an unknown tool gets a "did you mean" reply listing the family's tools; a
+tool's error goes back with the server's message (its own "did you mean") and a request to fix the
+arguments and call again; a result that is JSON is sent to the model without indentation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+from agents.connection import ToolBox
+from agents.selection import ToolIndex, family, named_tools, openai_tool, select_tools
+from agents.toolcalls import parse_tool_calls, prose, resolve_name
+from agents.trace import _text
+
+TEXT_CALL_PREFIX = "call_txt_"
+SCHEMA_CHARS = 3200          # the bound schemas of a first prompt, about 900 tokens
+REPEAT_NOTICE = "Repeated call:"
+UNKNOWN_NOTICE = "Unknown tool:"
+FIX_HINT = "Fix the arguments and call the tool again."
+RETRY = ("The tool call failed; its error says why. Fix the arguments, or first call the tool that makes what "
+         "this one needs, and reply with that call as JSON.")
+NEXT = ("The question's steps also use {tools}. Call {first} next as JSON, or, if the results already answer "
+        "the question, reply with a last line `Answer: <value>`.")
+NUDGE = ("You have not called a tool yet, and the answer must come from the tools. Reply with one tool call "
+         "now, as JSON: {\"name\": \"<tool>\", \"arguments\": {...}}.")
+FINAL = ("Stop calling tools. From the tool results above, reply with one short sentence and a last line "
+         "`Answer: <value>`.")
+
+
+ANSWER_LINE = re.compile(r"^[ \t*]*(final )?answer[ \t*]*:", re.IGNORECASE | re.MULTILINE)
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+NAMED = re.compile(r"\b[A-Z][A-Za-z]*[ -]$")
+STOPS = ("<tool_response>", "</tools>")
+ECHO = re.compile(r"</?(tools|tool_call|tool_response|function_call)>", re.IGNORECASE)
+
+
+def call_key(name: str, args: Any) -> str:
+    return name + " " + json.dumps(args, sort_keys=True, default=str)
+
+
+def current_turn(messages: list[AnyMessage]) -> tuple[str, list[AnyMessage]]:
+    """The last human message's text, and the messages since it (the current question's run)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if getattr(messages[i], "type", "") == "human":
+            return _text(messages[i].content), list(messages[i + 1:])
+    return "", list(messages)
+
+
+def compact_result(text: str) -> str:
+    """A JSON tool result without indentation (fewer tokens, same content); other text unchanged."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return text
+    try:
+        return json.dumps(json.loads(stripped), ensure_ascii=False)
+    except json.JSONDecodeError:
+        return text
+
+
+class ToolUse(AgentMiddleware):
+    """Tool selection per model call, lenient call reading, repeat and error handling (module docstring)."""
+
+    def __init__(self, box: ToolBox, *, k: int = 3, max_steps: int = 30, max_tokens: int | None = None) -> None:
+        super().__init__()
+        self.infos = dict(box.info)
+        self.names = list(self.infos)
+        self.families = sorted({family(n) for n in self.names})
+        self.index = ToolIndex.build(self.infos)
+        self.schemas = {n: openai_tool(i) for n, i in self.infos.items()}
+        self.k = k
+        self.max_steps = max_steps
+        self.max_tokens = max_tokens
+
+    # what the run has done ------------------------------------------------------------------------------
+    @staticmethod
+    def _calls(turn: list[AnyMessage]) -> list[dict[str, Any]]:
+        return [c for m in turn if getattr(m, "type", "") == "ai" for c in (getattr(m, "tool_calls", None) or [])]
+
+    @staticmethod
+    def _tool_messages(turn: list[AnyMessage]) -> list[ToolMessage]:
+        return [m for m in turn if isinstance(m, ToolMessage)]
+
+    def _ran(self, turn: list[AnyMessage]) -> list[ToolMessage]:
+        """Tool results that came from a tool (not from this middleware's notices)."""
+        return [m for m in self._tool_messages(turn) if m.name in self.infos
+                and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE))]
+
+    def selected(self, question: str, turn: list[AnyMessage]) -> list[str]:
+        """The tools to bind: the question's picks that fit `SCHEMA_CHARS` (the first always), then the
+        tools used so far, whatever their size."""
+        used = [c["name"] for c in self._calls(turn) if c["name"] in self.infos]
+        picks = select_tools(question, self.infos, k=self.k, index=self.index)
+        kept, size = [], 0
+        for n in picks:
+            size += len(json.dumps(self.schemas[n]))
+            if not kept or size <= SCHEMA_CHARS:
+                kept.append(n)
+        return kept + [n for n in dict.fromkeys(used) if n not in kept]
+
+    # reading a reply ----------------------------------------------------------------------------------
+    def read_calls(self, ai: AIMessage) -> AIMessage:
+        """`ai` with its tool calls as the model meant them: the first call written as text read into
+        `tool_calls`, misspelt names resolved, the same call given twice kept once."""
+        calls = list(ai.tool_calls or [])
+        content = ai.content
+        if not calls:
+            text = _text(ai.content)
+            found = parse_tool_calls(text, self.names, families=self.families)
+            if not found:
+                return ai
+            # the first call only: a model that writes its whole chain at once fills the later calls' inputs
+            # (a file the first call writes) with guesses; one at a time, each sees the results before it
+            calls = [{"name": c.name, "args": c.args, "id": TEXT_CALL_PREFIX + uuid.uuid4().hex[:12],
+                      "type": "tool_call"} for c in found[:1]]
+            content = prose(text, found)
+        out, seen = [], set()
+        for c in calls:
+            name = resolve_name(c["name"], self.names) or c["name"]
+            key = call_key(name, c.get("args", {}))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append({**c, "name": name})
+        if out == list(ai.tool_calls or []) and content == ai.content:
+            return ai
+        return ai.model_copy(update={"content": content, "tool_calls": out, "invalid_tool_calls": []})
+
+    # the model call -----------------------------------------------------------------------------------
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]) -> Any:
+        question, turn = current_turn(request.messages)
+        steps = sum(1 for m in turn if getattr(m, "type", "") == "ai")
+        if steps >= self.max_steps - 1:
+            return await self.final_answer(request, handler, turn)
+        names = self.selected(question, turn)
+        settings = self.settings(request)
+        messages = self.with_hint(request.messages, question)
+        bound = request.override(tools=[self.schemas[n] for n in names], model_settings=settings, messages=messages)
+        response = await handler(bound)
+        ai = self.read_calls(_last_ai(response))
+        if not ai.tool_calls and not ai.invalid_tool_calls:
+            ran = self._ran(turn)
+            failed = bool(ran) and all(m.status == "error" for m in ran)
+            called = {c["name"] for c in self._calls(turn)}
+            missing = [n for n in named_tools(question, self.names) if n not in called]
+            reminder = (NUDGE if not ran and not called else RETRY if failed
+                        else NEXT.format(tools=", ".join(missing), first=missing[0]) if missing else None)
+            if reminder:
+                retry = await handler(bound.override(messages=[*messages, ai, HumanMessage(reminder)]))
+                again = self.read_calls(_last_ai(retry))
+                if again.tool_calls:
+                    return _replace_ai(retry, again)
+                if is_echo(_text(ai.content)) and not is_echo(_text(again.content)):
+                    response, ai = retry, again
+            if ran and is_echo(_text(ai.content)):     # the template's tags or a tool result copied back
+                return await self.final_answer(request, handler, turn)
+            return _replace_ai(response, self.with_answer_line(ai, turn) if ran else ai)
+        if ai.tool_calls:
+            done = {call_key(c["name"], c.get("args", {})) for c in self._calls(turn)}
+            repeats = [c for c in ai.tool_calls if call_key(c["name"], c.get("args", {})) in done]
+            told = any(_text(m.content).startswith(REPEAT_NOTICE) for m in self._tool_messages(turn))
+            if repeats and told:
+                return await self.final_answer(request, handler, turn)
+        return _replace_ai(response, ai)
+
+    def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage]) -> AIMessage:
+        """A final reply that states a tool result's number but no `Answer:` line gets one with that number
+        (the last it states; `0.5306` is the result 0.530563... to the digits given). Numbers in names
+        (`stated_numbers`) and in code do not count."""
+        text = _text(ai.content).strip()
+        if not text or "```" in text or "{" in text or ANSWER_LINE.search(text):
+            return ai
+        results = {float(m.group(0)) for m in self._ran(turn) for m in NUMBER.finditer(_text(m.content))}
+        held = [x for x in stated_numbers(text) if _rounds_to(x, results)]
+        return ai.model_copy(update={"content": f"{text}\nAnswer: {held[-1]}"}) if held else ai
+
+    def settings(self, request: ModelRequest) -> dict[str, Any]:
+        """The call's settings: the reply cap, and stops where a small model starts copying the chat template
+        (a tool result's `<tool_response>`, the tool list's `</tools>`) instead of writing its own reply."""
+        return {**request.model_settings, "stop": list(STOPS),
+                **({"max_tokens": self.max_tokens} if self.max_tokens else {})}
+
+    def hint(self, question: str) -> str:
+        """The line a question gets at every model call: the tools chosen for it, in the order they fit (none
+        when the question names its tools itself)."""
+        if named_tools(question, self.names):
+            return ""
+        picks = select_tools(question, self.infos, k=self.k, index=self.index)[:2]
+        return f"\n\n(Tools that fit this question, in order: {', '.join(picks)}. Call one at a time.)" if picks else ""
+
+    def with_hint(self, messages: list[AnyMessage], question: str) -> list[AnyMessage]:
+        """`messages` with the hint after the current question: the same text at every step, so the prompt's
+        prefix stays the same; the run's own record keeps the question as asked."""
+        hint = self.hint(question)
+        if not hint:
+            return messages
+        for i in range(len(messages) - 1, -1, -1):
+            if getattr(messages[i], "type", "") == "human":
+                asked = messages[i].model_copy(update={"content": _text(messages[i].content) + hint})
+                return [*messages[:i], asked, *messages[i + 1:]]
+        return messages
+
+    async def final_answer(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+                           turn: list[AnyMessage]) -> ModelResponse:
+        """The model's answer from the results so far, with no tool bound; if it still writes a call, an
+        answer that quotes the last result."""
+        settings = self.settings(request)
+        response = await handler(request.override(tools=[], model_settings=settings,
+                                                  messages=[*request.messages, HumanMessage(FINAL)]))
+        ai = _last_ai(response)
+        text = _text(ai.content).strip()
+        if not is_echo(text) and not parse_tool_calls(text, self.names, families=self.families):
+            return _replace_ai(response, ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []}))
+        ran = self._ran(turn)
+        last = _text(ran[-1].content)[:1500] if ran else "no tool result"
+        said = (f"The model did not state an answer. The last tool result ({ran[-1].name}): {last}" if ran
+                else "The model did not state an answer, and no tool ran.")
+        return _replace_ai(response, AIMessage(content=said, id=ai.id))
+
+    # the tool call ------------------------------------------------------------------------------------
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        call = request.tool_call
+        name = call["name"]
+        if request.tool is None:
+            return ToolMessage(self.unknown(name), name=name, tool_call_id=call["id"], status="error")
+        _, turn = current_turn(list(request.state.get("messages", [])) if isinstance(request.state, dict) else [])
+        key = call_key(name, call.get("args", {}))
+        earlier = [m for m in turn if getattr(m, "type", "") == "ai"
+                   and any(c["id"] != call["id"] and call_key(c["name"], c.get("args", {})) == key
+                           for c in (m.tool_calls or []))]
+        if earlier:
+            return ToolMessage(f"{REPEAT_NOTICE} {name} was already called with these arguments; its result is "
+                               "above. Do not call it again: call another tool, or answer from the results with a "
+                               "last line `Answer: <value>`.", name=name, tool_call_id=call["id"], status="error")
+        result = await handler(request)
+        if isinstance(result, ToolMessage):
+            text = _text(result.content)
+            if result.status == "error":
+                if FIX_HINT not in text:
+                    result.content = f"{text}\n{FIX_HINT}"
+            else:
+                compact = compact_result(text)
+                if compact != text:
+                    result.content = compact
+        return result
+
+    def unknown(self, name: str) -> str:
+        import difflib
+
+        close = difflib.get_close_matches(name, self.names, n=3, cutoff=0.5)
+        fam = family(name)
+        same = [n for n in self.names if family(n) == fam]
+        listing = f" The {fam}_ tools are: {', '.join(same)}." if same else \
+            f" Tool names start with {', '.join(f + '_' for f in self.families)}."
+        mean = f" Did you mean {', '.join(close)}?" if close else ""
+        return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def is_echo(text: str) -> bool:
+    """A reply that says nothing of its own: empty once the chat template's tags are taken out, or a JSON
+    object copied back (a tool result; a call would have been read as one)."""
+    rest = ECHO.sub("", text or "").strip()
+    return not rest or rest.startswith("{")
+
+
+def stated_numbers(text: str) -> list[str]:
+    """The numbers `text` states: not those inside a name (`landsat8`) or naming a thing after a capitalised
+    word (`Landsat 8`, `Sentinel-2`, `Band 4`)."""
+    return [m.group(0) for m in NUMBER.finditer(text) if not NAMED.search(text[:m.start()])]
+
+
+def _rounds_to(stated: str, values: set[float]) -> bool:
+    """Whether one of `values`, rounded to the decimals `stated` gives, is `stated`."""
+    decimals = len(stated.split(".", 1)[1]) if "." in stated and "e" not in stated.lower() else 0
+    x = float(stated)
+    half = 0.5 * 10 ** -decimals
+    return any(abs(v - x) <= half * (1 + 1e-9) for v in values)
+
+
+def _last_ai(response: Any) -> AIMessage:
+    result = response.result if isinstance(response, ModelResponse) else [response]
+    for m in reversed(result):
+        if isinstance(m, AIMessage):
+            return m
+    return AIMessage(content="")
+
+
+def _replace_ai(response: Any, ai: AIMessage) -> ModelResponse:
+    if not isinstance(response, ModelResponse):
+        return ModelResponse(result=[ai])
+    result = list(response.result)
+    for i in range(len(result) - 1, -1, -1):
+        if isinstance(result[i], AIMessage):
+            result[i] = ai
+            return ModelResponse(result=result, structured_response=response.structured_response)
+    return ModelResponse(result=[*result, ai], structured_response=response.structured_response)

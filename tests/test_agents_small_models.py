@@ -1,0 +1,334 @@
+"""The ReAct agent with models that write their tool calls as text, repeat themselves, err or call nothing.
+
+The parser is checked on the exact strings such models write; the agent end to end against the scripted
+endpoint (real ChatOpenAI, MCP session and tools), one rule a scenario; and once against a real model
+(the embedded one), bounded, skipped with the reason when it cannot start.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from agents.connection import ServerTarget, ToolInfo
+from agents.react import NO_TOOL_CALL, ask, system_prompt
+from agents.runner import open_session
+from agents.selection import catalogue, compact_schema, fold_resources, select_tools
+from agents.toolcalls import parse_tool_calls, prose, resolve_name
+from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE
+from evals.agents import reference as ref
+from evals.agents.oracle import tool_results
+from tests.scripted_llm import ScriptedLLM
+from tools.settings import reload_settings
+
+NAMES = ["eo_spectral_index", "eo_statistics", "eo_area", "graph_solve"]
+FAMILIES = ["eo", "graph"]
+L8 = "sample://eo/landsat8_c1_l1t"
+NDVI_MEAN = ref.mean(ref.landsat_index("NDVI"))
+QUESTION = f"What is the mean NDVI of {L8}?"
+
+
+def calls(text: str) -> list[tuple[str, dict, bool]]:
+    return [(c.name, c.args, c.known) for c in parse_tool_calls(text, NAMES, families=FAMILIES)]
+
+
+# the parser, on the strings models write -------------------------------------------------------------------
+
+# Qwen2.5-Coder 1.5B on llama.cpp, asked for the NDVI of the bundled scene (its reply, verbatim)
+QWEN_FENCE = ('```json\n{\n  "name": "eo_spectral_index",\n  "arguments": {\n    "scene": "sample://eo/landsat8_c1_l1t",'
+              '\n    "index": "NDVI"\n  }\n}\n```')
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (QWEN_FENCE, [("eo_spectral_index", {"scene": L8, "index": "NDVI"}, True)]),
+    ('{"name": "eo_statistics", "arguments": {"raster": "/out/NDVI-1a2b3c4d.tif"}}',
+     [("eo_statistics", {"raster": "/out/NDVI-1a2b3c4d.tif"}, True)]),
+    ('<tool_call>\n{"name": "eo_statistics", "arguments": {"raster": "a.tif"}}\n</tool_call>',
+     [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ('I will compute it.\n<tool_call>{"name": "eo_statistics", "arguments": {"raster": "a.tif"}}',  # unclosed tag
+     [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ('{"tool": "eo_statistics", "args": {"raster": "a.tif"}}', [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ('{"type": "function", "function": {"name": "eo_statistics", "arguments": "{\\"raster\\": \\"a.tif\\"}"}}',
+     [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ('{"name": "eo_statistics", "parameters": {"raster": "a.tif"}}', [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ("{'name': 'eo_area', 'arguments': {'raster': 'a.tif', 'rules': [{'op': '>', 'value': 0.3}], 'mask': None}}",
+     [("eo_area", {"raster": "a.tif", "rules": [{"op": ">", "value": 0.3}], "mask": None}, True)]),
+    ('[TOOL_CALLS] [{"name": "eo_statistics", "arguments": {"raster": "a.tif"}}]',
+     [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ('```tool_call\n{"name": "Statistics", "arguments": {"raster": "a.tif"}}\n```',    # a name without its family
+     [("eo_statistics", {"raster": "a.tif"}, True)]),
+    ('{"name": "eo_ndvi", "arguments": {"scene": "x"}}', [("eo_ndvi", {"scene": "x"}, False)]),  # told it is wrong
+    ('Two calls:\n{"name": "eo_spectral_index", "arguments": {"scene": "s", "index": "NDVI"}}\n'
+     '{"name": "eo_spectral_index", "arguments": {"scene": "s", "index": "EVI"}}',
+     [("eo_spectral_index", {"scene": "s", "index": "NDVI"}, True),
+      ("eo_spectral_index", {"scene": "s", "index": "EVI"}, True)]),
+])
+def test_calls_written_as_text_are_read(text: str, expected: list) -> None:
+    assert calls(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "The mean NDVI is 0.5306.\nAnswer: 0.5306",
+    'The statistics are {"mean": 0.5306, "std": 0.1154}.\nAnswer: 0.5306',     # a result quoted
+    '```json\n{"mean": 0.5306}\n```',                                          # JSON, but no call's shape
+    '{"name": "Landsat 8", "mean": 0.53}',                                     # a record with a name
+    '{"name": "make_coffee", "arguments": {"cups": 2}}',                       # no known tool or family
+    'I called {"name": "eo_statistics", "arguments": {"raster": "a.tif"}} and got 0.53.\nAnswer: 0.5306',
+    "Use a [-1, 1] range.",
+    "",
+])
+def test_replies_that_only_contain_json_are_not_calls(text: str) -> None:
+    assert calls(text) == []
+
+
+def test_names_resolve_only_when_unambiguous() -> None:
+    assert resolve_name("eo_statistics", NAMES) == "eo_statistics"
+    assert resolve_name("EO-Statistics", NAMES) == "eo_statistics"
+    assert resolve_name("functions.eo_area", NAMES) == "eo_area"
+    assert resolve_name("spectral_index", NAMES) == "eo_spectral_index"
+    assert resolve_name("eo_spectral_indices", NAMES) == "eo_spectral_index"
+    assert resolve_name("eo_stats", NAMES) is None
+    text = "Let me compute.\n" + QWEN_FENCE
+    assert prose(text, parse_tool_calls(text, NAMES)) == "Let me compute."
+
+
+@pytest.mark.parametrize(("text", "numbers"), [
+    (f"The mean NDVI of {L8} is 0.5306.", ["0.5306"]),
+    ("The Landsat 8 scene has 11 bands; Sentinel-2 has 13.", ["11", "13"]),
+    ("The sun elevation is 64.74 degrees.", ["64.74"]),
+])
+def test_the_numbers_a_reply_states_leave_out_those_in_names(text: str, numbers: list[str]) -> None:
+    from agents.tooluse import stated_numbers
+
+    assert stated_numbers(text) == numbers
+
+
+# what a small model reads --------------------------------------------------------------------------------
+
+def _info(name: str, description: str, props: dict, required: list[str]) -> ToolInfo:
+    return ToolInfo(name, description, {"type": "object", "properties": props, "required": required,
+                                        "additionalProperties": False, "title": name})
+
+
+def test_catalogue_schemas_and_selection_are_compact_and_stable() -> None:
+    infos = {i.name: i for i in [
+        _info("eo_spectral_index", "Compute a spectral index of a scene from calibrated reflectance, as a GeoTIFF."
+              "\n\nBounds (RESEARCH_MCP_EO__<NAME>): max_pixels=400M.",
+              {"scene": {"type": "string", "description": "Scene folder, e.g. sample://eo/landsat8_c1_l1t."},
+               "index": {"type": "string", "description": "Name, e.g. NDVI, EVI, NDWI."},
+               "mask": {"type": ["array", "null"], "default": None, "title": "Mask"}}, ["scene", "index"]),
+        _info("eo_statistics", "Statistics of a raster band's valid pixels: count, min, max, mean, std.",
+              {"raster": {"type": "string", "description": "GeoTIFF (any GDAL raster)."}}, ["raster"]),
+        _info("eo_tvdi", "Temperature-Vegetation Dryness Index from NDVI and LST rasters.",
+              {"ndvi": {"type": "string"}, "lst": {"type": "string"}}, ["ndvi", "lst"]),
+        _info("graph_solve", "Solve a graph task exactly: the answer, a witness and a random baseline.",
+              {"task": {"type": "string"}}, ["task"]),
+    ]}
+    cat = catalogue(infos)
+    lines = cat.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == ["[eo]", "eo_spectral_index(scene, index)", "eo_statistics(raster)",
+                                                  "eo_tvdi(ndvi, lst)", "[graph]", "graph_solve(task)"]
+    assert lines[1].endswith("Compute a spectral index of a scene from calibrated…")   # cut at a word, bounds gone
+    assert all(len(ln.split(": ", 1)[-1]) <= 60 for ln in lines)
+    compact = compact_schema(infos["eo_spectral_index"].input_schema)
+    assert compact["properties"]["mask"] == {"type": "array"} and "title" not in compact
+    assert compact["required"] == ["scene", "index"]
+    # the tool that makes the product, then the one that measures it; the tools used so far stay bound
+    assert select_tools(QUESTION, infos, k=2) == ["eo_spectral_index", "eo_statistics"]
+    assert select_tools(QUESTION, infos, k=2, used=["graph_solve"]) == ["eo_spectral_index", "eo_statistics",
+                                                                        "graph_solve"]
+    assert select_tools("Use eo_tvdi on these rasters", infos) == ["eo_tvdi"]
+    assert fold_resources(["sample://eo/README.txt", "sample://eo/l8/B1.tif", "sample://eo/l8/B2.tif",
+                           "sample://eo/l8/B3.tif", "sample://eo/l8/MTL.txt", "sample://nid/a.txt",
+                           "sample://nid/licenses/x.txt"]) == ["sample://eo/l8 (a scene: pass the folder)",
+                                                               "sample://nid/a.txt"]
+
+
+# the agent end to end ------------------------------------------------------------------------------------
+
+def fence(name: str, args: dict) -> str:
+    return "```json\n" + json.dumps({"name": name, "arguments": args}, indent=2) + "\n```"
+
+
+# each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
+# the question are the same in every scenario
+MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
+           "steps": "8", "echo": "9", "chain": "10"}
+
+
+def scenario(body: dict) -> str | dict:
+    """The scripted model: the scenario is the marker in the question."""
+    question = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    kind = {v: k for k, v in MARKERS.items()}[re.match(r"\[(\w+)\]", question).group(1)]
+    results = tool_results(body)
+    last_user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    if last_user == FINAL:
+        mean = [r for r in results if "stats" in r][-1]["stats"]["mean"]
+        return f"From the results, the mean is {mean:.4f}.\nAnswer: {mean:.4f}"
+    first = {"scene": L8, "index": "NDVI"}
+    if kind == "none":
+        return "The mean NDVI of a Landsat scene is usually about 0.3."
+    if kind == "error" and not results:
+        return fence("eo_spectral_index", {"scene": L8, "index": "NDVl"})
+    if kind == "repeat":
+        return fence("eo_spectral_index", first)      # the same call, whatever the results say
+    if not results or (kind == "error" and len(results) == 1):
+        if kind == "chain":   # the whole chain at once, the second call guessing the first one's file
+            return fence("eo_spectral_index", first) + "\n" + fence("eo_statistics", {"raster": "NDVI.tif"})
+        if kind == "bare":
+            return json.dumps({"name": "eo_spectral_index", "arguments": first})
+        if kind == "tags":
+            return "<tool_call>\n" + json.dumps({"name": "eo_spectral_index", "arguments": first}) + "\n</tool_call>"
+        return fence("eo_spectral_index", first)
+    if kind == "echo" and results:  # copies the template's wrapping of the result; the server stops at it
+        text = "<tool_response>\n" + json.dumps(results[-1]) + "\n</tool_response>"
+        return text.split(body["stop"][0])[0] if body.get("stop") and body["stop"][0] in text else text
+    if kind == "steps" and len(results) == 1 and not last_user.startswith("The question's steps also use"):
+        return "The index is computed."                # stops after step 1 of 2: reminded of step 2
+    if "stats" in results[-1] and "output" in results[-1]:
+        return fence("eo_statistics", {"raster": results[-1]["output"]})
+    if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
+        return f"The mean NDVI of {L8} is {results[-1]['stats']['mean']:.4f}."
+    return f"The mean NDVI is {results[-1]['stats']['mean']:.4f}.\nAnswer: {results[-1]['stats']['mean']:.4f}"
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch):
+    with ScriptedLLM(scenario) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        monkeypatch.setenv("OPENAI_MODEL", "scripted")
+        reload_settings()
+        yield llm
+
+
+def _tools_in(body: dict) -> list[str]:
+    return [t["function"]["name"] for t in body.get("tools", [])]
+
+
+@pytest.mark.anyio
+async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: ScriptedLLM, isolated_settings: Path):
+    runs = {}
+    async with open_session(ServerTarget()) as session:
+        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain"):
+            start = len(scripted.requests)
+            steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
+            r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
+                          thread_id=f"small-{kind}", approval="yes", max_steps=8)
+            runs[kind] = (r, scripted.requests[start:], json.loads(r.trace_path.read_text()))
+        system = system_prompt(session.box)
+    for kind in ("fence", "bare", "tags", "error", "plain", "steps", "chain"):
+        r, requests, trace = runs[kind]
+        assert r.status == "done", kind
+        assert abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3, (kind, r.answer)
+        assert [c["name"] for c in trace["tool_calls"] if c["status"] != "error"] == ["eo_spectral_index",
+                                                                                       "eo_statistics"], kind
+        # the call the model wrote as text ran as a real call, and the model sees it as one
+        ai = [m for m in trace["messages"] if m["type"] == "ai"]
+        assert ai[0]["tool_calls"][0]["args"]["scene"] == L8 and ai[0]["content"] == ""
+        # every step sent the same system prompt and the same bound tools: a prompt cache keeps the prefix
+        assert all(b["messages"][0] == {"role": "system", "content": system} for b in requests)
+        assert [_tools_in(b) for b in requests] == [_tools_in(requests[0])] * len(requests), kind
+        assert _tools_in(requests[0])[:2] == ["eo_spectral_index", "eo_statistics"]
+        hint = requests[0]["messages"][1]["content"]
+        assert hint.endswith("(Tools that fit this question, in order: eo_spectral_index, eo_statistics. Call one "
+                             "at a time.)") if kind != "steps" else "Tools that fit" not in hint
+        assert len(_tools_in(requests[0])) <= 4
+    assert [c["status"] for c in runs["chain"][2]["tool_calls"]] == ["success", "success"]  # one call at a time
+    assert runs["plain"][0].answer == f"The mean NDVI of {L8} is {NDVI_MEAN:.4f}.\nAnswer: {NDVI_MEAN:.4f}"
+    # the first prompt is compact: the system prompt, a few schemas and the question, about 2,500 tokens
+    first = runs["fence"][1][0]
+    chars = sum(len(m["content"]) for m in first["messages"]) + len(json.dumps(first["tools"]))
+    assert chars < 9000, chars
+    assert "eo_area(raster, rules)" in system and "graph_solve(task)" in system and L8 in system
+
+    # a tool's error goes back with the server's "did you mean" and the model fixes its call
+    r, requests, trace = runs["error"]
+    err = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert "Did you mean 'NDVI'" in err and FIX_HINT in err
+    assert [c["args"].get("index") for c in trace["tool_calls"]][:2] == ["NDVl", "NDVI"]
+
+    # the same call again: not run, the model told once; again: the run ends with an answer from the results
+    r, requests, trace = runs["repeat"]
+    assert r.status == "done" and [c["name"] for c in trace["tool_calls"]] == ["eo_spectral_index"]
+    notices = [m for m in trace["messages"] if m["type"] == "tool" and m["content"].startswith(REPEAT_NOTICE)]
+    assert len(notices) == 1
+    assert requests[-1]["messages"][-1]["content"] == FINAL and not requests[-1].get("tools")
+    assert abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # a reply that only copies the tool's result back stops at once, and the model is asked for its answer
+    r, requests, trace = runs["echo"]
+    assert requests[1]["stop"] == ["<tool_response>", "</tools>"] and requests[-1]["messages"][-1]["content"] == FINAL
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # no tool at all: reminded once, then the run says so in its status
+    r, requests, trace = runs["none"]
+    assert r.status == NO_TOOL_CALL and trace["segments"][-1]["status"] == NO_TOOL_CALL
+    assert len(requests) == 2 and requests[1]["messages"][-1]["content"] == NUDGE
+    assert r.answer == "The mean NDVI of a Landsat scene is usually about 0.3."
+
+
+def test_cli_exits_4_when_the_model_calls_no_tool(scripted: ScriptedLLM, capsys: pytest.CaptureFixture[str]):
+    from agents.cli import EXIT_NO_TOOL, main
+
+    assert main([f"[{MARKERS['none']}] What is the mean NDVI?", "--quiet"]) == EXIT_NO_TOOL == 4
+    captured = capsys.readouterr()
+    assert "usually about 0.3" in captured.out and "called no tool" in captured.err
+
+
+# one real model, bounded -----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_real_small_model_reads_a_compact_prompt_and_ends_with_a_status(request: pytest.FixtureRequest,
+                                                                               isolated_settings: Path):
+    try:
+        url = request.getfixturevalue("embedded_llm")
+    except Exception as exc:  # no weights, no runtime, no free port: nothing to measure here
+        pytest.skip(f"the embedded model did not start: {type(exc).__name__}: {exc}")
+    from agents.model import chat_model
+
+    model = chat_model()
+    r = await ask(QUESTION, approval="yes", max_steps=4, model=model)
+    trace = json.loads(r.trace_path.read_text())
+    assert trace["llm_calls"], url
+    # the server's own count of the first prompt: the compact catalogue, a few schemas and the question
+    assert 0 < trace["llm_calls"][0]["prompt_tokens"] <= 3000, trace["llm_calls"][0]
+    assert r.status in ("done", NO_TOOL_CALL)
+    ran = [c for c in trace["tool_calls"] if not c["result"].startswith(REPEAT_NOTICE)]
+    assert (r.status == NO_TOOL_CALL) == (not ran)
+    assert r.answer is not None
+
+
+# the workflows' model steps -----------------------------------------------------------------------------
+
+class _Reply:
+    def __init__(self, text: str | Exception) -> None:
+        self.text = text
+
+    async def ainvoke(self, messages: list) -> object:
+        from langchain_core.messages import AIMessage
+
+        if isinstance(self.text, Exception):
+            raise self.text
+        return AIMessage(content=self.text)
+
+
+@pytest.mark.anyio
+async def test_a_workflow_answer_always_states_the_tool_results() -> None:
+    from agents.workflows.steps import ask_model, stated_answer
+
+    report = "NDVI of the scene: mean 0.5306 over 378081 pixels."
+    assert stated_answer("The mean is plausible.\nAnswer: 0.5306") == "0.5306"
+    assert stated_answer("Answer: <value>") is None and stated_answer("no line") is None
+    # a placeholder copied from the prompt, no answer line, or a failed model: the report is the answer
+    assert await ask_model(_Reply("Answer: <value>"), "s", "u", fallback=report) == f"Answer: <value>\n\n{report}"
+    assert await ask_model(_Reply(""), "s", "u", fallback=report) == report
+    failed = await ask_model(_Reply(TimeoutError("slow")), "s", "u", fallback=report)
+    assert failed.startswith("(The model did not answer: TimeoutError: slow)") and failed.endswith(report)
+    assert await ask_model(_Reply("It is high.\nAnswer: 0.5306"), "s", "u", fallback=report) == \
+        "It is high.\nAnswer: 0.5306"
+    with pytest.raises(TimeoutError):     # no report to fall back on: the error is the step's
+        await ask_model(_Reply(TimeoutError("slow")), "s", "u")
