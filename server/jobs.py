@@ -32,7 +32,7 @@ from typing import Any
 import anyio
 from mcp.types import CallToolResult, TextContent
 
-from server.jobstore import RUNNING, TERMINAL, JobRow, JobStore, job_store, this_owner
+from server.jobstore import RUNNING, TERMINAL, JobRow, JobStore, job_store, set_running_check, this_owner
 from tools.errors import Cancelled, InvalidInput, NotFound, ResearchError
 from tools.progress import collecting_outputs
 from tools.settings import get_settings
@@ -88,6 +88,9 @@ def running_here(job_id: str) -> bool:
     """Whether this process is running the job `job_id`."""
     job = _LIVE.get(job_id)
     return job is not None and job.state == RUNNING
+
+
+set_running_check(running_here)
 
 
 def progress_target(ctx: Any) -> Any:

@@ -22,6 +22,7 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,15 @@ from typing import Any
 from tools.paths import state_path
 from tools.settings import get_settings
 from tools.sqlfile import SQLiteFile
+
+_RUNNING_CHECK: list[Callable[[str], bool]] = []
+
+
+def set_running_check(check: Callable[[str], bool]) -> None:
+    """How this process tells whether it is still running one of its own jobs (`server.jobs` sets it), so that a
+    job of this process that nothing runs any more reads `interrupted`."""
+    _RUNNING_CHECK[:] = [check]
+
 
 STORE_NAME = "jobs.sqlite"
 FORMAT = 1
@@ -250,9 +260,7 @@ class JobStore:
 
     def _lost(self, job: JobRow, now: float | None = None) -> bool:
         if job.owner == this_owner():
-            from server.jobs import running_here
-
-            return not running_here(job.id)
+            return not any(check(job.id) for check in _RUNNING_CHECK)
         return not owner_alive(job.owner, job.heartbeat, time.time() if now is None else now)
 
     def reconcile(self, every_s: float = 0.0) -> int:

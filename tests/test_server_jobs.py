@@ -41,6 +41,7 @@ TARGET = next(csv.DictReader((SAMPLE_DIR / "dti" / "targets.csv").open()))["sequ
 NO_HAMILTONIAN_PATH = [list(e) for e in nx.complete_bipartite_graph(18, 22).edges()]  # |A| - |B| = 4 > 1
 ENDLESS = ("graph_solve", {"task": "hamiltonian_path", "graph": {"edges": NO_HAMILTONIAN_PATH}})
 SMALL_TRAIN = {"datasets": ["jsonlite_md5"], "per_dataset": 12, "epochs": 6, "d_model": 16, "n_layer": 1, "seed": 3}
+LONG_TRAIN = SMALL_TRAIN | {"epochs": 400, "d_model": 32}
 
 
 @pytest.fixture(autouse=True)
@@ -111,8 +112,9 @@ async def test_a_quick_call_answers_inline_and_becomes_no_job() -> None:
 async def test_a_long_call_answers_with_a_handle_in_time_and_its_job_gives_the_direct_result(
         isolated_settings: Path) -> None:
     torch.set_num_threads(1)
+    # a warm process trains SMALL_TRAIN in ~0.03 s; 400 epochs of a wider model take ~2.5 s, past the 1 s budget
     async with Client(build_server(["nid"], log_level="CRITICAL")) as client:
-        job, took = await _start(client, "nid_train_model", SMALL_TRAIN)
+        job, took = await _start(client, "nid_train_model", LONG_TRAIN)
         assert took < BUDGET_S + 1.0, f"the handle came after {took:.2f} s"
         jsonschema.validate({"job": job}, jobs.HANDLE_SCHEMA)
         assert job["tool"] == "nid_train_model" and job["state"] == "running"
@@ -123,12 +125,12 @@ async def test_a_long_call_answers_with_a_handle_in_time_and_its_job_gives_the_d
     assert not result.is_error, _text(result)
     assert again.structured_content == result.structured_content  # collected twice, the same
     got = result.structured_content
-    assert status["state"] == "done" and status["arguments"] == SMALL_TRAIN
+    assert status["state"] == "done" and status["arguments"] == LONG_TRAIN
     assert set(status["files"]) == {got["checkpoint"], got["split_path"]}
     # the same call made directly, in this process, with the same seed
     from tools.nid.train_tools import nid_train_model
 
-    direct = nid_train_model(**SMALL_TRAIN).model_dump(mode="json")
+    direct = nid_train_model(**LONG_TRAIN).model_dump(mode="json")
     volatile = {"checkpoint", "split_path", "seconds"}
     assert {k: v for k, v in got.items() if k not in volatile} == {k: v for k, v in direct.items() if k not in volatile}
     a = torch.load(got["checkpoint"], weights_only=False)["state_dict"]

@@ -75,7 +75,7 @@ async def test_eo_index_quicklook_is_inline_and_the_geotiff_reads_back() -> None
 
 def test_the_quicklook_caption_names_the_scene_and_its_date() -> None:
     from tools.eo.arguments import scene_caption
-    from tools.eo.scenes import open_scene
+    from tools.eo.detection import open_scene
 
     mtl = sample_path("eo/landsat8_c1_l1t/l8_MTL.txt").read_text()
     scene_id = re.search(r'LANDSAT_SCENE_ID = "(\w+)"', mtl).group(1)
