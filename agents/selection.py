@@ -70,11 +70,17 @@ def signature(info: ToolInfo) -> str:
     return f"{info.name}({', '.join(required)})"
 
 
+JOB_TOOLS = "jobs_"  # the agent follows a job handle itself (agents.jobs), so the model never needs them
+
+
 def catalogue(infos: Mapping[str, ToolInfo]) -> str:
-    """One line a tool, grouped by family in the server's order: `name(required arguments): what it does`."""
+    """One line a tool, grouped by family in the server's order: `name(required arguments): what it does`. The job
+    tools are left out: a call that becomes a job is waited for by the agent, not by the model."""
     lines: list[str] = []
     last = None
     for name, info in infos.items():
+        if name.startswith(JOB_TOOLS):
+            continue
         fam = family(name)
         if fam != last:
             lines.append(f"[{fam}]")
