@@ -185,6 +185,7 @@ def _demo(families: list[str] | None) -> int:
     from rich.console import Console
 
     from server.examples import EXAMPLES
+    from server.jobcli import call_and_wait
     from tools.atomic import write_text
     from tools.paths import output_dir
 
@@ -200,8 +201,12 @@ def _demo(families: list[str] | None) -> int:
             resources = (await client.list_resources()).resources
             console.print(f"[bold]research-mcp[/] over stdio: {len(tools)} tools, {len(resources)} sample resources")
             for ex in examples:
-                with console.status(f"{ex.tool}: {ex.what}"):
-                    result = await client.call_tool(ex.tool, ex.arguments)
+                with console.status(f"{ex.tool}: {ex.what}") as status:
+                    async def on_progress(done: float, total: float | None, message: str | None,
+                                          status: Any = status, ex: Any = ex) -> None:
+                        status.update(f"{ex.tool}: {message or ex.what}")
+
+                    result = await call_and_wait(client, ex.tool, ex.arguments, on_progress)
                 text = (json.dumps(result.structured_content, default=str) if not result.is_error
                         else " ".join(getattr(c, "text", "") for c in result.content))
                 records.append({"tool": ex.tool, "what": ex.what, "arguments": ex.arguments,

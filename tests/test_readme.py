@@ -15,6 +15,8 @@ from mcp import Client
 
 from server.app import build_server
 from server.examples import EXAMPLES
+from server.jobcli import call_and_wait
+from server.jobs import is_handle
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.anyio
@@ -47,13 +49,18 @@ def test_python_snippets_run() -> None:
         exec(compile(block, "README.md", "exec"), {})
 
 
+async def _no_progress(done: float, total: float | None, message: str | None) -> None:
+    return None
+
+
 async def test_every_readme_call_succeeds(embedded_llm: str) -> None:
     async with Client(build_server(log_level="CRITICAL")) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         for tool, args in readme_calls():
             assert tool in names
-            result = await client.call_tool(tool, args)
+            result = await call_and_wait(client, tool, args, _no_progress)
             assert not result.is_error, (tool, result.content)
+            assert not is_handle(result.structured_content), (tool, result.structured_content)
 
 
 def test_the_demo_checks_each_known_answer_and_says_when_one_is_wrong() -> None:
