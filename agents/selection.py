@@ -317,7 +317,83 @@ def tool_description(description: str) -> str:
     return "\n\n".join(p for p in paragraphs if not p.startswith("Bounds"))
 
 
-def openai_tool(info: ToolInfo) -> dict[str, Any]:
-    """The OpenAI `tools` entry for `info`, compacted (`compact_schema`, `tool_description`)."""
+def openai_tool(info: ToolInfo, question: str | None = None,
+                tool_words: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The OpenAI `tools` entry for `info`, compacted (`compact_schema`, `tool_description`); with `question`,
+    its arguments fitted to that question first (`fit_schema`)."""
+    schema = info.input_schema or {"type": "object"}
+    if question is not None:
+        schema = fit_schema(schema, question, tool_words)
     return {"type": "function", "function": {"name": info.name, "description": tool_description(info.description),
-                                             "parameters": compact_schema(info.input_schema or {"type": "object"})}}
+                                             "parameters": compact_schema(schema)}}
+
+
+# schemas fitted to a question ----------------------------------------------------------------------------
+
+_PARENS = re.compile(r"\(([^()]*)\)")
+LOCATED = frozenset([*FILE_ARGUMENTS, "scene"])   # shown when the question holds a path, not for a word
+GENERIC = frozenset({"default", "eg", "e", "g", "file", "name", "names", "number", "list", "string", "true", "false"})
+
+
+def _cue_words(pname: str, prop: Mapping[str, Any]) -> set[str]:
+    """The words that show a question needs optional argument `pname`: its name, its enum values, and the
+    examples and cases its description gives (`e.g. ...`, `(...)`), not the description's prose."""
+    cues = set(words(pname))
+    desc = str(prop.get("description", ""))
+    for text in [*_EXAMPLES.findall(desc), *_PARENS.findall(desc)]:
+        cues.update(words(text))
+    for alt in [prop, *(prop.get("anyOf") or [])]:
+        if isinstance(alt, Mapping):
+            for value in alt.get("enum") or []:
+                cues.update(words(str(value)))
+    return cues - GENERIC
+
+
+def _question_words(question: str, tool_words: set[str]) -> set[str]:
+    """The question's words, without URIs and paths and without the words of tool names it mentions."""
+    return set(words(strip_locations(question))) - tool_words
+
+
+def fit_schema(schema: Mapping[str, Any], question: str, tool_words: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """`schema` (a tool's input schema as the server gives it, defaults included) as a small model should see
+    it for `question`: every required argument; when nothing is required, every argument without a default
+    (the inputs to choose from, such as `text` or `path`); the file or scene arguments the question's paths
+    can fill; one-letter arguments (`n`), whose name cues nothing; and the other optional arguments only
+    when the question gives a cue for them (`_cue_words`). Enum values the question names are listed first.
+
+    A small model shown every optional argument fills them all in (a `mask` of made-up classes, an `exclude`
+    naming a tool instead of a file), and the call fails; an argument left out takes the tool's default.
+    `tool_words` are the words of the server's tool names, which cue nothing (a question that names
+    `eo_cloud_mask` does not ask for a `mask` argument)."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return dict(schema)
+    asked = _question_words(question, set(tool_words))
+    required = list(schema.get("required") or [])
+    located = located_kinds(question)
+    kept: dict[str, Any] = {}
+    for pname, prop in props.items():
+        if not isinstance(prop, Mapping):
+            kept[pname] = prop
+            continue
+        shown = (pname in required or pname in located or len(pname) == 1
+                 or (not required and "default" not in prop)      # one of the inputs to choose from
+                 or (pname not in LOCATED and bool((_cue_words(pname, prop) - set(tool_words)) & asked)))
+        if shown:
+            kept[pname] = _enum_first(prop, asked)
+    return {**schema, "properties": kept}
+
+
+def _enum_first(prop: Mapping[str, Any], asked: set[str]) -> Any:
+    """`prop` with the enum values whose words the question holds moved to the front (the rest keep their
+    order): a small model tends to take the first value listed."""
+    def order(values: list[Any]) -> list[Any]:
+        hit = [v for v in values if set(words(str(v))) & asked]
+        return hit + [v for v in values if v not in hit]
+
+    if isinstance(prop.get("enum"), list):
+        return {**prop, "enum": order(list(prop["enum"]))}
+    if isinstance(prop.get("anyOf"), list):
+        return {**prop, "anyOf": [_enum_first(a, asked) if isinstance(a, Mapping) else a for a in prop["anyOf"]]}
+    return prop
+

@@ -2,7 +2,8 @@
 
 Small models served without a tool-call parser (or whose chat template the server does not parse) write
 their call in the reply: in a ```json fence, as bare JSON, between `<tool_call>` tags, after
-`[TOOL_CALLS]`, as `{"name": ..., "arguments": {...}}`, `{"tool": ..., "args": {...}}`,
+`[TOOL_CALLS]`, as XML attributes (`<tool name="..." arguments="{...}"/>`), as
+`{"name": ..., "arguments": {...}}`, `{"tool": ..., "args": {...}}`,
 `{"function": {"name": ..., "arguments": "..."}}` or `{"name": ..., "parameters": {...}}`, sometimes
 with Python literals (`'single quotes'`, `True`, `None`). `parse_tool_calls` finds such calls, so that
 none is lost to its formatting; a reply that merely contains JSON (a result quoted, an example) is not
@@ -24,6 +25,8 @@ from typing import Any
 NAME_KEYS = ("name", "tool", "tool_name", "function", "function_name", "action")
 ARG_KEYS = ("arguments", "args", "parameters", "params", "input", "tool_input", "action_input", "kwargs")
 TAGS = re.compile(r"<(tool_call|function_call|tool_use|toolcall)>\s*(.*?)\s*(?:</\1>|$)", re.DOTALL | re.IGNORECASE)
+ATTRS = re.compile(r"""<(?:tool|function|tool_call|invoke)\s+name=["']([\w.-]+)["']\s+(?:arguments|args|parameters)"""
+                   r"""=(?:"(.*?)"|'(.*?)')\s*/?>""", re.DOTALL | re.IGNORECASE)
 FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 ANSWER_LINE = re.compile(r"^\s*\**\s*(final\s+)?answer\s*\**\s*:", re.IGNORECASE | re.MULTILINE)
 
@@ -147,6 +150,10 @@ def _call_shape(value: Any) -> tuple[str, dict[str, Any]] | None:
 
 def _candidates(text: str) -> Iterator[tuple[int, int, Any]]:
     seen: set[tuple[int, int]] = set()
+    for m in ATTRS.finditer(text):      # <tool name="x" arguments="{...}"/>
+        seen.add((m.start(), m.end()))
+        args = m.group(2) if m.group(2) is not None else m.group(3)
+        yield m.start(), m.end(), {"name": m.group(1), "arguments": args}
     for m in TAGS.finditer(text):
         for item in _objects(m.group(2), m.start(2)):
             seen.add(item[:2])

@@ -30,7 +30,7 @@ from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResp
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from agents.connection import ToolBox
-from agents.selection import ToolIndex, family, named_tools, openai_tool, select_tools
+from agents.selection import ToolIndex, family, named_tools, openai_tool, select_tools, words
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.trace import _text
 
@@ -88,7 +88,8 @@ class ToolUse(AgentMiddleware):
         self.names = list(self.infos)
         self.families = sorted({family(n) for n in self.names})
         self.index = ToolIndex.build(self.infos)
-        self.schemas = {n: openai_tool(i) for n, i in self.infos.items()}
+        self.tool_words = frozenset(w for n in self.names for w in words(n))
+        self._fitted: dict[tuple[str, str], dict[str, Any]] = {}
         self.k = k
         self.max_steps = max_steps
         self.max_tokens = max_tokens
@@ -107,6 +108,14 @@ class ToolUse(AgentMiddleware):
         return [m for m in self._tool_messages(turn) if m.name in self.infos
                 and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE))]
 
+    def schema(self, name: str, question: str) -> dict[str, Any]:
+        """Tool `name`'s entry as bound for `question`: only the optional arguments the question cues
+        (`agents.selection.fit_schema`); the same at every step of the question."""
+        key = (name, question)
+        if key not in self._fitted:
+            self._fitted[key] = openai_tool(self.infos[name], question, self.tool_words)
+        return self._fitted[key]
+
     def selected(self, question: str, turn: list[AnyMessage]) -> list[str]:
         """The tools to bind: the question's picks that fit `SCHEMA_CHARS` (the first always), then the
         tools used so far, whatever their size."""
@@ -114,7 +123,7 @@ class ToolUse(AgentMiddleware):
         picks = select_tools(question, self.infos, k=self.k, index=self.index)
         kept, size = [], 0
         for n in picks:
-            size += len(json.dumps(self.schemas[n]))
+            size += len(json.dumps(self.schema(n, question)))
             if not kept or size <= SCHEMA_CHARS:
                 kept.append(n)
         return kept + [n for n in dict.fromkeys(used) if n not in kept]
@@ -157,7 +166,8 @@ class ToolUse(AgentMiddleware):
         names = self.selected(question, turn)
         settings = self.settings(request)
         messages = self.with_hint(request.messages, question)
-        bound = request.override(tools=[self.schemas[n] for n in names], model_settings=settings, messages=messages)
+        bound = request.override(tools=[self.schema(n, question) for n in names], model_settings=settings,
+                                 messages=messages)
         response = await handler(bound)
         ai = self.read_calls(_last_ai(response))
         if not ai.tool_calls and not ai.invalid_tool_calls:

@@ -16,7 +16,7 @@ import pytest
 from agents.connection import ServerTarget, ToolInfo
 from agents.react import NO_TOOL_CALL, ask, system_prompt
 from agents.runner import open_session
-from agents.selection import catalogue, compact_schema, fold_resources, select_tools
+from agents.selection import catalogue, compact_schema, fit_schema, fold_resources, select_tools, words
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE
 from evals.agents import reference as ref
@@ -58,6 +58,9 @@ QWEN_FENCE = ('```json\n{\n  "name": "eo_spectral_index",\n  "arguments": {\n   
      [("eo_area", {"raster": "a.tif", "rules": [{"op": ">", "value": 0.3}], "mask": None}, True)]),
     ('[TOOL_CALLS] [{"name": "eo_statistics", "arguments": {"raster": "a.tif"}}]',
      [("eo_statistics", {"raster": "a.tif"}, True)]),
+    # Qwen2.5-Coder 1.5B after a failed call (verbatim)
+    ("<tools>\n<tool name=\"eo_statistics\" arguments=\"{'raster': 'a.tif', 'band': 1}\"/>",
+     [("eo_statistics", {"raster": "a.tif", "band": 1}, True)]),
     ('```tool_call\n{"name": "Statistics", "arguments": {"raster": "a.tif"}}\n```',    # a name without its family
      [("eo_statistics", {"raster": "a.tif"}, True)]),
     ('{"name": "eo_ndvi", "arguments": {"scene": "x"}}', [("eo_ndvi", {"scene": "x"}, False)]),  # told it is wrong
@@ -146,6 +149,53 @@ def test_catalogue_schemas_and_selection_are_compact_and_stable() -> None:
                            "sample://nid/licenses/x.txt"]) == ["sample://eo/l8 (a scene: pass the folder)",
                                                                "sample://nid/a.txt"]
 
+
+
+async def _server_infos() -> dict[str, ToolInfo]:
+    from mcp import Client
+
+    from server.app import build_server
+
+    async with Client(build_server(log_level="CRITICAL")) as client:
+        tools = (await client.list_tools()).tools
+    return {t.name: ToolInfo(t.name, t.description or "", t.input_schema) for t in tools}
+
+
+@pytest.mark.anyio
+async def test_fitted_schemas_show_what_the_question_cues_and_keep_every_argument_a_suite_chain_passes() -> None:
+    from evals.agents.families import all_tasks
+
+    infos = await _server_infos()
+    tool_words = frozenset(w for n in infos for w in words(n))
+
+    def shown(name: str, question: str) -> set[str]:
+        return set(fit_schema(infos[name].input_schema, question, tool_words)["properties"])
+
+    savi = f"What is the mean SAVI of {L8} with the soil adjustment factor L = 0.5?"
+    assert shown("eo_spectral_index", savi) == {"scene", "index", "constants"}
+    assert shown("eo_spectral_index", QUESTION) == {"scene", "index"}        # no mask, cog, quicklook, resolution
+    assert "percentiles" in shown("eo_statistics", "What is the 95th percentile of NDVI over that raster?")
+    assert "percentiles" not in shown("eo_statistics", "What is the median NDVI of that raster?")
+    # a question that names eo_cloud_mask asks for that tool, not for the mask argument
+    assert "mask" not in shown("eo_spectral_index", f"Mask clouds in {L8} with eo_cloud_mask, then NDVI.")
+    # the file argument shows when the question holds a file, not for the word "path" in "shortest path"
+    assert "path" not in shown("graph_solve", "How long is the shortest path from node 0 to node 3?")
+    assert "path" in shown("graph_solve", "Solve shortest_path on the graph in /data/g.json")
+    # nothing required: every input without a default is one to choose from
+    assert shown("dti_validate", "Is CCO a valid SMILES?") >= {"smiles", "path"}
+    levels = fit_schema(infos["eo_spectral_index"].input_schema, "the Sentinel-2 L2A scene", tool_words)
+    assert levels["properties"]["product"]["enum"][:2] == ["sentinel-2-l1c", "sentinel-2-l2a"]  # named ones first
+    total = kept = 0
+    for task in all_tasks():
+        for style in ("instruction", "goal"):
+            q = task.question(style)
+            for step in task.steps:
+                props = shown(step.name, q)
+                assert set(step.args) <= props, (task.id, style, step.name, set(step.args) - props)
+                optional = set(infos[step.name].input_schema["properties"]) - set(
+                    infos[step.name].input_schema.get("required") or [])
+                total, kept = total + len(optional), kept + len(props & optional)
+    assert kept < total / 3      # most optional arguments are not shown to the model
 
 # the agent end to end ------------------------------------------------------------------------------------
 
