@@ -234,15 +234,17 @@ class ToolUse(AgentMiddleware):
 
     async def final_answer(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
                            turn: list[AnyMessage]) -> ModelResponse:
-        """The model's answer from the results so far, with no tool bound; if it still writes a call, an
-        answer that quotes the last result."""
+        """The model's answer from the results so far, with no tool bound (given its `Answer:` line from the
+        number it states, as any final reply is); if it still writes a call, an answer that quotes the last
+        result."""
         settings = self.settings(request)
         response = await handler(request.override(tools=[], model_settings=settings,
                                                   messages=[*request.messages, HumanMessage(FINAL)]))
         ai = _last_ai(response)
         text = _text(ai.content).strip()
         if not is_echo(text) and not parse_tool_calls(text, self.names, families=self.families):
-            return _replace_ai(response, ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []}))
+            answer = ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []})
+            return _replace_ai(response, self.with_answer_line(answer, turn))
         ran = self._ran(turn)
         last = _text(ran[-1].content)[:1500] if ran else "no tool result"
         said = (f"The model did not state an answer. The last tool result ({ran[-1].name}): {last}" if ran
