@@ -378,7 +378,7 @@ def fit_schema(schema: Mapping[str, Any], question: str, tool_words: frozenset[s
             continue
         shown = (pname in required or pname in located or len(pname) == 1
                  or (not required and "default" not in prop)      # one of the inputs to choose from
-                 or (pname not in LOCATED and bool((_cue_words(pname, prop) - set(tool_words)) & asked)))
+                 or (pname not in LOCATED and bool(_cue_words(pname, prop) & asked)))
         if shown:
             kept[pname] = _enum_first(prop, asked)
     return {**schema, "properties": kept}
