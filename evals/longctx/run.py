@@ -11,6 +11,18 @@ beside the repository when present, else from the bundled samples. The scripted 
 look the answer up in their chunk or say NA, its manager picks the non-NA report, and its
 single-shot reader errs with probability 1 - exp(-0.02 (T/1000)^1.5). Outputs in --out: results.csv,
 noise.json. The benchmark prints the wall-time ratio of 8 workers read concurrently against one by one.
+
+Two or more models side by side, from the rows.csv their runs wrote (evals/longctx/compare.py says more):
+
+    python -m evals.longctx --compare qwen0.5b=A/rows.csv qwen1.5b=B/rows.csv --out DIR
+    python -m evals.longctx --compare qwen0.5b=A/rows.csv qwen1.5b=B/rows.csv \\
+        --headline qwen0.5b:workers_manager qwen1.5b --out DIR
+
+--compare pairs the items every (model, mode) answered at each suite and length and writes compare.csv,
+compare.md and compare.png in --out: n, accuracy with its 95% Wilson interval, and the mean prompt and completion
+tokens, calls and wall seconds per question. --headline WEAK:TOPOLOGY STRONG adds, per length, the weak model
+chunked against the strong one single-shot, an exact McNemar test, and from which length (if any) the weak one
+overtakes (higher accuracy and p < 0.05); --score picks the score as elsewhere.
 """
 
 from __future__ import annotations
@@ -101,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --from-rows: the run.json of the run that wrote the rows; the QA rows' strict score is "
                     "recomputed against the questions that run asked (rows written before it left out answers the "
                     "question contains)")
+    ap.add_argument("--compare", nargs="+", default=None, metavar="LABEL=ROWS_CSV",
+                    help="compare models: each LABEL=ROWS_CSV is one run's rows.csv and the model it ran (a label "
+                    "given several times pools its files); writes compare.csv, compare.md and compare.png in --out")
+    ap.add_argument("--headline", nargs=2, default=None, metavar=("WEAK_LABEL:TOPOLOGY", "STRONG_LABEL"),
+                    help="with --compare: per length, the weak model chunked with TOPOLOGY against the strong model "
+                    "single-shot on the same items, with an exact McNemar test and the length it overtakes from")
     return ap
 
 
@@ -454,6 +472,10 @@ async def _run(args: argparse.Namespace) -> int:
     if args.quick:
         args.kv_lengths, args.kv_items = [1000, 2000], 4
         args.qa_lengths, args.qa_items = [4000, 8000], 3
+    if args.compare:
+        from evals.longctx.compare import run_compare
+
+        return run_compare(args.compare, args.out or output_dir() / "eval-longctx-compare", args.score, args.headline)
     out = args.out or output_dir() / "eval-longctx"
     out.mkdir(parents=True, exist_ok=True)
     if args.from_rows:
@@ -607,7 +629,12 @@ async def _report(args: argparse.Namespace, out: Path, rows: list[dict[str, Any]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.headline and not args.compare:
+        parser.error("--headline needs --compare LABEL=ROWS_CSV ... naming both of its labels")
+    if args.compare and args.from_rows:
+        parser.error("--compare and --from-rows are two reports: give one of them")
     try:
         return asyncio.run(_run(args))
     except ResearchError as exc:
