@@ -4,6 +4,8 @@ on one format, silent under one scheme), so every accuracy it reports is known i
 import csv
 import json
 
+import pytest
+
 from evals.graph.run import QUICK, main
 from evals.graph.scripted import solver_rule
 from tests.scripted_llm import ScriptedLLM
@@ -87,3 +89,98 @@ def test_optimizer_on_measured_rows_matches_the_benchmark_and_exhaustive_search(
     assert pooled[0.25]["rate"] == pooled[0.25]["chosen_accuracy"] / pooled[0.25]["exhaustive_accuracy"]
     assert {r["table"] for r in study} == {"all tasks", *QUICK["tasks"]}
     assert "Rate" in capsys.readouterr().out
+
+
+def _partial_lines(out):
+    return (out / "rows.partial.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+def test_resume_asks_only_the_missing_questions_and_ends_with_the_uninterrupted_rows(tmp_path, capsys):
+    rule = solver_rule(wrong_formats=("edge_list",), mute_schemes=("none",))
+    full, stopped = tmp_path / "full", tmp_path / "stopped"
+    with ScriptedLLM(rule) as llm:
+        assert main(["--quick", "--base-url", llm.base_url, "--model", "scripted", "--out", str(full)]) == 0
+        n = len(llm.requests)
+    recorded = json.loads((full / "run.json").read_text())
+    assert recorded == {"tasks": QUICK["tasks"], "generators": QUICK["generators"], "formats": QUICK["formats"],
+                        "schemes": QUICK["schemes"], "difficulties": QUICK["difficulties"],
+                        "per_cell": QUICK["per_cell"], "seed": 0, "k": 1, "samples": 1, "max_tokens": None,
+                        "shuffle": False, "model": "scripted"}
+    lines = _partial_lines(full)
+    assert len(lines) == n == 54
+    # a run killed after k answers, in the middle of writing answer k + 1
+    k = 20
+    stopped.mkdir()
+    (stopped / "run.json").write_text((full / "run.json").read_text())
+    (stopped / "rows.partial.jsonl").write_text("\n".join(lines[:k]) + "\n" + lines[k][: len(lines[k]) // 2])
+    capsys.readouterr()
+    with ScriptedLLM(rule) as llm:
+        assert main(["--quick", "--base-url", llm.base_url, "--model", "scripted", "--resume",
+                     "--out", str(stopped)]) == 0
+        asked = [m["content"] for r in llm.requests for m in r["messages"] if m["role"] == "user"]
+    assert len(asked) == n - k
+    full_rows = list(csv.DictReader((full / "rows.csv").open()))
+    assert (stopped / "rows.csv").read_text() == (full / "rows.csv").read_text()
+    assert len(full_rows) == n and len({r["id"] for r in full_rows}) == n
+    resumed = json.loads((stopped / "summary.json").read_text())
+    assert resumed["by"] == json.loads((full / "summary.json").read_text())["by"]
+    assert resumed["overall"]["n"] == n and resumed["resumed_rows"] == k
+    # the cut-short line is gone and every question is in the partial file once
+    again = [json.loads(line) for line in _partial_lines(stopped)]
+    assert len(again) == n and {r["id"] for r in again} == {r["id"] for r in full_rows}
+    assert f"resume: {k} of {n} questions answered" in capsys.readouterr().out
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_stopped_shuffled_run_resumes_in_the_same_order(tmp_path, monkeypatch):
+    from evals.graph.scripted import ScriptedSolver
+
+    asked: list[str] = []
+    stop_after: list[int | None] = [None]
+    answer = ScriptedSolver.complete
+
+    async def complete(self, messages, **options):
+        if stop_after[0] is not None and len(asked) >= stop_after[0]:
+            raise _Stopped("killed")
+        asked.append(messages[-1].content)
+        return await answer(self, messages, **options)
+
+    monkeypatch.setattr(ScriptedSolver, "complete", complete)
+    argv = ["--quick", "--scripted", "--shuffle", "--seed", "3", "--concurrency", "1"]
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    order = list(asked)
+    asked.clear()
+    assert main(["--quick", "--scripted", "--seed", "3", "--concurrency", "1", "--out", str(tmp_path / "plain")]) == 0
+    assert sorted(asked) == sorted(order) and asked != order  # the shuffle changed the order, not the questions
+
+    stopped = tmp_path / "stopped"
+    asked.clear()
+    stop_after[0] = 17
+    with pytest.raises(_Stopped):
+        main([*argv, "--out", str(stopped)])
+    assert asked == order[:17] and len(_partial_lines(stopped)) == 17
+    stop_after[0] = None
+    asked.clear()
+    assert main([*argv, "--resume", "--out", str(stopped)]) == 0
+    assert asked == order[17:]
+    assert (stopped / "rows.csv").read_text() == (tmp_path / "full" / "rows.csv").read_text()
+
+
+def test_resume_with_other_options_is_refused_and_keeps_the_answers(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["--quick", "--scripted", "--out", str(out)]) == 0
+    before = (out / "rows.partial.jsonl").read_text()
+    capsys.readouterr()
+    assert main(["--quick", "--scripted", "--seed", "1", "--resume", "--out", str(out)]) == 2
+    msg = capsys.readouterr().out
+    assert "--resume: the run in" in msg and "seed: 0 there, 1 now" in msg
+    assert "Repeat that run's options" in msg and "new --out" in msg
+    assert (out / "rows.partial.jsonl").read_text() == before
+    assert json.loads((out / "run.json").read_text())["seed"] == 0
+    # without --resume the same options start afresh and record themselves
+    assert main(["--quick", "--scripted", "--seed", "1", "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["seed"] == 1
+    assert len(_partial_lines(out)) == 54

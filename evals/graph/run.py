@@ -5,10 +5,21 @@
     python -m evals.graph --optimize --task shortest_path   # factor optimizer live, with Rate
     python -m evals.graph --overhead                   # MCP call overhead of graph_solve
     python -m evals.graph --graphomni --limit 300      # GraphOmni's own LTM x Adjacency-Set prompts
+    python -m evals.graph --shuffle --out DIR          # a long run; once stopped, it continues with
+    python -m evals.graph --shuffle --out DIR --resume # the same options: only the unanswered questions
 
 The endpoint is `OPENAI_BASE_URL` / `OPENAI_API_KEY` / `OPENAI_MODEL` (or --base-url / --model).
 Outputs go to --out: rows.csv (one row per question), factors.csv (accuracy, extraction rate, random
-baseline and tokens per factor level), heatmap.png (accuracy, format x scheme), summary.json.
+baseline and tokens per factor level), heatmap.png (accuracy, format x scheme), summary.json, and, while
+the benchmark runs, rows.partial.jsonl (one JSON row per answered question) and run.json (the options
+that decide which questions are asked, how, and by which model).
+
+A stopped benchmark run continues with `--resume` and the same options in the same --out: the rows in
+rows.partial.jsonl are kept (a line cut short by the stop is dropped), only the questions not answered
+there are asked, in the order the uninterrupted run would ask them (with --shuffle too), and the outputs
+cover all rows. A question is known by its task, generator, format, scheme, difficulty and item id (whose
+last part is the item's seed, --seed plus its index in the cell). `--resume` with options other than the
+ones in run.json is refused: repeat them, or give a new --out. Without `--resume` a run starts afresh.
 """
 
 from __future__ import annotations
@@ -17,10 +28,22 @@ import argparse
 import asyncio
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
+from tools.atomic import write_text
 from tools.errors import InvalidInput, ResearchError
-from tools.graph.benchmark import check_levels, heatmap, make_items, run_items, summarize, write_factor_csv, write_rows
+from tools.graph.benchmark import (
+    Item,
+    Row,
+    check_levels,
+    heatmap,
+    make_items,
+    run_items,
+    summarize,
+    write_factor_csv,
+    write_rows,
+)
 from tools.graph.prompts import SCHEMES
 from tools.graph.serialize import GRAPHOMNI_FORMATS
 from tools.graph.tasks import GRAPHOMNI_TASKS
@@ -52,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--shuffle", action="store_true", help="ask the questions in a seeded random order")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the benchmark run stopped in --out: its answered questions (rows.partial.jsonl) "
+                         "are kept and only the rest are asked; the options must be that run's (run.json has them)")
     ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (default: settings)")
     ap.add_argument("--api-key", default=None)
@@ -117,38 +143,109 @@ def _print_table(summary: dict) -> None:
                   f"rand={a['random_baseline']:.3f} tok={a['mean_prompt_tokens']:.0f}")
 
 
+def _item_key(x: Item | Row) -> tuple[str, ...]:
+    """What identifies a question across runs with the same options (the id ends in the item's seed)."""
+    return (x.task, x.generator, x.format, x.scheme, x.difficulty, x.id)
+
+
+def _run_settings(args, grid: dict, levels: tuple[list[str], ...], model_name: str) -> dict:
+    """The options that decide which questions a benchmark run asks, in which order, how, and of which model."""
+    t, g, f, s, d = levels
+    return {"tasks": t, "generators": g, "formats": f, "schemes": s, "difficulties": d, "per_cell": grid["per_cell"],
+            "seed": args.seed, "k": 1 if args.quick else args.k, "samples": args.samples,
+            "max_tokens": args.max_tokens, "shuffle": args.shuffle, "model": model_name}
+
+
+def _check_resumable(out: Path, settings: dict) -> None:
+    """Refuse to resume the run in `out` when it was made with other options than `settings`."""
+    run_file = out / "run.json"
+    if not run_file.is_file():
+        print(f"note: {run_file} is missing (a run from before run.json was written); answered questions are "
+              "matched to this run's by key, but --samples, --k, --max-tokens and the model cannot be checked")
+        return
+    earlier = json.loads(run_file.read_text(encoding="utf-8"))
+    changed = sorted(k for k in settings.keys() | earlier.keys() if earlier.get(k) != settings.get(k))
+    if changed:
+        was = "; ".join(f"{k}: {earlier.get(k)!r} there, {settings.get(k)!r} now" for k in changed)
+        raise InvalidInput(f"--resume: the run in {out} was made with other options ({was}).",
+                           hint=f"Repeat that run's options (recorded in {run_file}) with --resume, or give a new "
+                                "--out (or drop --resume) to start a fresh run.")
+
+
+def _answered_rows(partial: Path, items: list[Item]) -> list[Row]:
+    """The rows in `partial` that answer one of `items`, first answer per question; then `partial` holds only those.
+
+    A line that does not read back as a row (cut short when the run was killed) is dropped, and the file is
+    rewritten without it so the rows this run appends start on a line of their own.
+    """
+    wanted = {_item_key(it) for it in items}
+    kept: dict[tuple[str, ...], Row] = {}
+    unreadable = foreign = 0
+    for line in partial.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = Row(**json.loads(line))
+        except (json.JSONDecodeError, TypeError):
+            unreadable += 1
+            continue
+        key = _item_key(row)
+        if key not in wanted:
+            foreign += 1
+        elif key not in kept:
+            kept[key] = row
+    write_text(partial, "".join(json.dumps(asdict(r)) + "\n" for r in kept.values()))
+    if unreadable or foreign:
+        print(f"resume: dropped {unreadable} unreadable line(s) and {foreign} row(s) of questions this run does "
+              f"not ask from {partial}")
+    return list(kept.values())
+
+
 async def _benchmark(args, out: Path) -> dict:
+    """Run (or with --resume, finish) the generated benchmark and write rows.csv, factors.csv, heatmap, summary."""
     grid = dict(QUICK) if args.quick else {
         "tasks": args.tasks, "generators": args.generators, "formats": args.formats, "schemes": args.schemes,
         "difficulties": args.difficulties, "per_cell": args.per_cell}
-    t, g, f, s, d = check_levels(grid["tasks"], grid["generators"], grid["formats"], grid["schemes"],
-                                 grid["difficulties"])
-    items = make_items(t, g, f, s, d, grid["per_cell"], args.seed, k=1 if args.quick else args.k)
+    levels = check_levels(grid["tasks"], grid["generators"], grid["formats"], grid["schemes"], grid["difficulties"])
+    model = _model(args)
+    settings = _run_settings(args, grid, levels, model.name)
+    partial = out / "rows.partial.jsonl"  # one line per answered question, kept if the run is stopped
+    resuming = args.resume and partial.is_file()
+    if resuming:
+        _check_resumable(out, settings)
+    items = make_items(*levels, grid["per_cell"], args.seed, k=settings["k"])
     if args.shuffle:  # any prefix a stopped run leaves is then a random sample of the grid
         import random
 
         random.Random(args.seed).shuffle(items)
-    model = _model(args)
+    kept = _answered_rows(partial, items) if resuming else []
+    if not resuming:
+        partial.unlink(missing_ok=True)
+    write_text(out / "run.json", json.dumps(settings, indent=1) + "\n")
+    done = {_item_key(r) for r in kept}
+    todo = [it for it in items if _item_key(it) not in done]
+    if args.resume:
+        print(f"resume: {len(kept)} of {len(items)} questions answered in {partial}; asking the other {len(todo)}")
     t0 = time.perf_counter()
-    partial = out / "rows.partial.jsonl"  # one line per answered question, kept if the run is stopped
-    partial.unlink(missing_ok=True)
 
-    def keep(row) -> None:
-        from dataclasses import asdict
-
+    def keep(row: Row) -> None:
         with partial.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(asdict(row)) + "\n")
 
-    rows = await run_items(items, model, samples=args.samples, max_tokens=args.max_tokens,
-                           concurrency=args.concurrency or get_settings().llm.concurrency, on_row=keep)
+    new = await run_items(todo, model, samples=args.samples, max_tokens=args.max_tokens,
+                          concurrency=args.concurrency or get_settings().llm.concurrency, on_row=keep)
+    by_key = {_item_key(r): r for r in [*kept, *new]}
+    rows = [by_key[_item_key(it)] for it in items if _item_key(it) in by_key]  # the uninterrupted run's order
     summ = summarize(rows)
     write_rows(rows, out / "rows.csv")
     write_factor_csv(summ, out / "factors.csv")
     heatmap(rows, out / "heatmap.png")
     summ["model"] = model.name
     summ["seconds"] = time.perf_counter() - t0
-    (out / "summary.json").write_text(json.dumps(summ, indent=2))
-    print(f"graph benchmark: {len(rows)} questions on {model.name} in {summ['seconds']:.1f}s -> {out}")
+    summ["resumed_rows"] = len(kept)
+    write_text(out / "summary.json", json.dumps(summ, indent=2))
+    print(f"graph benchmark: {len(new)} questions on {model.name} in {summ['seconds']:.1f}s"
+          f"{f' (and {len(kept)} answered before the resume)' if kept else ''} -> {out}")
     _print_table(summ)
     return summ
 
@@ -162,7 +259,7 @@ async def _optimize(args, out: Path) -> dict:
                                        budget=0.5 if args.quick else 0.25, batch=args.batch, seed=args.seed,
                                        exhaustive=True, llm=_model(args))
     data = res.model_dump()
-    (out / "optimize.json").write_text(json.dumps(data, indent=2))
+    write_text(out / "optimize.json", json.dumps(data, indent=2))
     print(f"factor optimizer on {res.model} for {res.task}: chose {res.best_format}/{res.best_scheme} "
           f"(accuracy {res.best_accuracy:.3f}); Cost {res.cost:.3f}; Rate {res.rate:.3f} "
           f"(exhaustive best {res.exhaustive_best.format}/{res.exhaustive_best.scheme} "
@@ -182,8 +279,6 @@ def _read_rows(path: Path) -> list[dict]:
 
 def summarize_rows(path: Path) -> dict:
     """The benchmark's summary (overall and per factor) of rows read back from `path`."""
-    from tools.graph.benchmark import Row
-
     def typed(r: dict) -> Row:
         kinds = {f.name: f.type for f in Row.__dataclass_fields__.values()}
         conv = {"int": int, "float": float, "bool": lambda v: v in (True, "True", "true", "1"), "str": str}
@@ -283,7 +378,7 @@ async def _graphomni(args, out: Path) -> dict:
         rb = sum(r["random_baseline"] for r in sc) / max(1, len(sc))
         summary["by_task"][task] = {"n": len(rs), "scorable": len(sc), "accuracy": a, "random_baseline": rb}
         print(f"   {task:16s} n={len(rs):4d} acc={a:.3f} rand={rb:.3f}")
-    (out / "graphomni_summary.json").write_text(json.dumps(summary, indent=2))
+    write_text(out / "graphomni_summary.json", json.dumps(summary, indent=2))
     return summary
 
 
@@ -301,17 +396,17 @@ def main(argv: list[str] | None = None) -> int:
 
             study = asyncio.run(table_study(GRAPHOMNI_TASKS, GRAPHOMNI_FORMATS, list(SCHEMES),
                                             seeds=2 if args.quick else 10))
-            (out / "optimizer_table.json").write_text(json.dumps(study, indent=2))
+            write_text(out / "optimizer_table.json", json.dumps(study, indent=2))
             for r in study:
                 print(f"interaction sd {r['interaction_sd']:.2f}: {r['tables']} tables, Cost {r['cost']:.3f}, "
                       f"Rate {r['rate']:.3f} (min {r['min_rate']:.3f}); random search, same cost: Rate "
                       f"{r['random_search_rate']:.3f}")
         elif args.from_rows:
             summ = summarize_rows(args.from_rows)
-            (out / "summary_from_rows.json").write_text(json.dumps(summ, indent=2))
+            write_text(out / "summary_from_rows.json", json.dumps(summ, indent=2))
             _print_table(summ)
             study = asyncio.run(measured_table_study(args.from_rows, args.budgets))
-            (out / "optimizer_measured.json").write_text(json.dumps(study, indent=2))
+            write_text(out / "optimizer_measured.json", json.dumps(study, indent=2))
             for r in study:
                 print(f"{r['table']:18s} budget {r['budget']:.2f}: chose {r['chosen']} ({r['chosen_accuracy']:.3f}); "
                       f"exhaustive {r['exhaustive_best']} ({r['exhaustive_accuracy']:.3f}); Cost {r['cost']:.3f} "
