@@ -74,12 +74,12 @@ def final_answer(values: dict[str, Any]) -> str | None:
 def tool_results(values: dict[str, Any]) -> int:
     """How many results of the last question's tool calls answer a call of a tool the server has (run,
     failed or declined), not counting a notice about an unknown tool or a repeated call."""
-    from agents.tooluse import REPEAT_NOTICE, UNKNOWN_NOTICE, current_turn
+    from agents.tooluse import REPEAT_NOTICE, SCHEMA_NOTICE, UNKNOWN_NOTICE, current_turn
 
     _, turn = current_turn(list(values.get("messages", [])))
     ids = {c.get("id") for m in turn if getattr(m, "type", "") == "ai" for c in (getattr(m, "tool_calls", None) or [])}
     return sum(1 for m in turn if getattr(m, "type", "") == "tool" and getattr(m, "tool_call_id", None) in ids
-               and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE)))
+               and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE, SCHEMA_NOTICE)))
 
 
 def run_status(status: str, values: dict[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 Small models served without a tool-call parser (or whose chat template the server does not parse) write
 their call in the reply: in a ```json fence, as bare JSON, between `<tool_call>` tags, after
-`[TOOL_CALLS]`, as XML attributes (`<tool name="..." arguments="{...}"/>`), as
+`[TOOL_CALLS]`, as XML (`<tool name="..." arguments="{...}"/>`, or `<tool name="..."><arguments>` with an
+element per argument), as
 `{"name": ..., "arguments": {...}}`, `{"tool": ..., "args": {...}}`,
 `{"function": {"name": ..., "arguments": "..."}}` or `{"name": ..., "parameters": {...}}`, sometimes
 with Python literals (`'single quotes'`, `True`, `None`). `parse_tool_calls` finds such calls, so that
@@ -27,6 +28,9 @@ ARG_KEYS = ("arguments", "args", "parameters", "params", "input", "tool_input", 
 TAGS = re.compile(r"<(tool_call|function_call|tool_use|toolcall)>\s*(.*?)\s*(?:</\1>|$)", re.DOTALL | re.IGNORECASE)
 ATTRS = re.compile(r"""<(?:tool|function|tool_call|invoke)\s+name=["']([\w.-]+)["']\s+(?:arguments|args|parameters)"""
                    r"""=(?:"(.*?)"|'(.*?)')\s*/?>""", re.DOTALL | re.IGNORECASE)
+ELEMENT = re.compile(r"""<(tool|function|tool_call|invoke)\b([^>]*)>(.*?)(?:</\1>|$)""", re.DOTALL | re.IGNORECASE)
+NAME_ATTR = re.compile(r"""\bname=["']([\w.-]+)["']""")
+CHILD = re.compile(r"<([A-Za-z_][\w.-]*)>(.*?)</\1>", re.DOTALL)
 FENCE = re.compile(r"```[ \t]*([A-Za-z_]*)[ \t]*\n?(.*?)(?:```|$)", re.DOTALL)
 ANSWER_LINE = re.compile(r"^\s*\**\s*(final\s+)?answer\s*\**\s*:", re.IGNORECASE | re.MULTILINE)
 
@@ -154,6 +158,11 @@ def _candidates(text: str) -> Iterator[tuple[int, int, Any]]:
         seen.add((m.start(), m.end()))
         args = m.group(2) if m.group(2) is not None else m.group(3)
         yield m.start(), m.end(), {"name": m.group(1), "arguments": args}
+    for m in ELEMENT.finditer(text):    # <tool name="x"><arguments><scene>...</scene></arguments></tool>
+        call = _element_call(m.group(2), m.group(3))
+        if call is not None and not any(a <= m.start() < b for a, b in seen):
+            seen.add((m.start(), m.end()))
+            yield m.start(), m.end(), call
     for m in TAGS.finditer(text):
         for item in _objects(m.group(2), m.start(2)):
             seen.add(item[:2])
@@ -168,6 +177,32 @@ def _candidates(text: str) -> Iterator[tuple[int, int, Any]]:
             yield item
 
 
+def _element_value(text: str) -> Any:
+    """An XML element's text as a value: JSON or a Python literal when it is one, else the text itself."""
+    text = text.strip()
+    try:
+        return _loads(text)
+    except ValueError:
+        return text
+
+
+def _element_call(attrs: str, body: str) -> dict[str, Any] | None:
+    """{"name", "arguments"} from a call written as XML elements: the name as an attribute or a `<name>` child,
+    the arguments as one child element each inside `<arguments>` (or `<parameters>`, `<args>`), or as JSON
+    there. None when the element holds no name (a `<tool_call>` wrapping JSON is read elsewhere)."""
+    named = NAME_ATTR.search(attrs)
+    children = {m.group(1).lower(): m.group(2) for m in CHILD.finditer(body)}
+    name = named.group(1) if named else (children.get("name") or "").strip()
+    if not name or not re.fullmatch(r"[\w.-]+", name):
+        return None
+    inner = next((children[k] for k in ("arguments", "parameters", "args") if k in children), None)
+    if inner is None:
+        return {"name": name, "arguments": {}} if named and not body.strip() else None
+    if inner.strip().startswith("{"):
+        return {"name": name, "arguments": inner.strip()}
+    return {"name": name, "arguments": {m.group(1): _element_value(m.group(2)) for m in CHILD.finditer(inner)}}
+
+
 def parse_tool_calls(text: str, names: Iterable[str], *, families: Iterable[str] = ()) -> list[TextCall]:
     """The tool calls written in `text`, in order; [] when it holds none.
 
@@ -175,7 +210,7 @@ def parse_tool_calls(text: str, names: Iterable[str], *, families: Iterable[str]
     `families` (kept as written, marked unknown, so that the model can be told which names exist). A
     reply whose `Answer:` line follows its last call is an answer, and gives [].
     """
-    if not text or ("{" not in text and "[" not in text):
+    if not text or ("{" not in text and "[" not in text and "<" not in text):
         return []
     names = list(names)
     prefixes = tuple(f"{f}_" for f in families)

@@ -38,6 +38,7 @@ TEXT_CALL_PREFIX = "call_txt_"
 SCHEMA_CHARS = 3200          # the bound schemas of a first prompt, about 900 tokens
 REPEAT_NOTICE = "Repeated call:"
 UNKNOWN_NOTICE = "Unknown tool:"
+SCHEMA_NOTICE = "Schema sent as arguments:"
 FIX_HINT = "Fix the arguments and call the tool again."
 RETRY = ("The tool call failed; its error says why. Fix the arguments, or first call the tool that makes what "
          "this one needs, and reply with that call as JSON.")
@@ -106,7 +107,7 @@ class ToolUse(AgentMiddleware):
     def _ran(self, turn: list[AnyMessage]) -> list[ToolMessage]:
         """Tool results that came from a tool (not from this middleware's notices)."""
         return [m for m in self._tool_messages(turn) if m.name in self.infos
-                and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE))]
+                and not _text(m.content).startswith((REPEAT_NOTICE, UNKNOWN_NOTICE, SCHEMA_NOTICE))]
 
     def schema(self, name: str, question: str) -> dict[str, Any]:
         """Tool `name`'s entry as bound for `question`: only the optional arguments the question cues
@@ -266,6 +267,8 @@ class ToolUse(AgentMiddleware):
             return ToolMessage(f"{REPEAT_NOTICE} {name} was already called with these arguments; its result is "
                                "above. Do not call it again: call another tool, or answer from the results with a "
                                "last line `Answer: <value>`.", name=name, tool_call_id=call["id"], status="error")
+        if is_schema_echo(call.get("args"), self.infos[name].input_schema if name in self.infos else None):
+            return ToolMessage(self.schema_sent(name), name=name, tool_call_id=call["id"], status="error")
         result = await handler(request)
         if isinstance(result, ToolMessage):
             text = _text(result.content)
@@ -278,6 +281,14 @@ class ToolUse(AgentMiddleware):
                     result.content = compact
         return result
 
+    def schema_sent(self, name: str) -> str:
+        """The reply to a call whose arguments were the tool's schema: what to send instead, by example."""
+        schema = self.infos[name].input_schema or {}
+        props = schema.get("properties") or {}
+        example = {k: example_value(props.get(k) or {}) for k in schema.get("required") or list(props)[:1]}
+        return (f"{SCHEMA_NOTICE} {name} was sent its schema (type, properties) as its arguments, so it did not run. "
+                f"Send the values themselves, for example {json.dumps(example)}.")
+
     def unknown(self, name: str) -> str:
         import difflib
 
@@ -288,6 +299,27 @@ class ToolUse(AgentMiddleware):
             f" Tool names start with {', '.join(f + '_' for f in self.families)}."
         mean = f" Did you mean {', '.join(close)}?" if close else ""
         return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def is_schema_echo(args: Any, schema: Any) -> bool:
+    """Whether `args` is a JSON schema (`type` and `properties`) sent in place of values, for a tool that has no
+    argument named `properties`."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return (isinstance(args, dict) and isinstance(args.get("properties"), dict) and "type" in args
+            and not (isinstance(props, dict) and "properties" in props))
+
+
+def example_value(prop: dict[str, Any]) -> Any:
+    """A value for an argument to show a model: the first example its description gives, else its first enum
+    value, else a placeholder of its type."""
+    m = re.search(r"e\.g\.,?\s*([^\s,;)]+)", str(prop.get("description", "")))
+    if m:
+        return m.group(1).rstrip(".")
+    for alt in [prop, *(prop.get("anyOf") or [])]:
+        if isinstance(alt, dict) and alt.get("enum"):
+            return alt["enum"][0]
+    kinds = {alt.get("type") for alt in [prop, *(prop.get("anyOf") or [])] if isinstance(alt, dict)}
+    return 0 if kinds & {"integer", "number"} else [] if "array" in kinds else {} if "object" in kinds else "..."
 
 
 def is_echo(text: str) -> bool:

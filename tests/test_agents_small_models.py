@@ -18,7 +18,7 @@ from agents.react import NO_TOOL_CALL, ask, system_prompt
 from agents.runner import open_session
 from agents.selection import catalogue, compact_schema, fit_schema, fold_resources, select_tools, words
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
-from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE
+from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE
 from evals.agents import reference as ref
 from evals.agents.oracle import tool_results
 from tests.scripted_llm import ScriptedLLM
@@ -58,6 +58,14 @@ QWEN_FENCE = ('```json\n{\n  "name": "eo_spectral_index",\n  "arguments": {\n   
      [("eo_area", {"raster": "a.tif", "rules": [{"op": ">", "value": 0.3}], "mask": None}, True)]),
     ('[TOOL_CALLS] [{"name": "eo_statistics", "arguments": {"raster": "a.tif"}}]',
      [("eo_statistics", {"raster": "a.tif"}, True)]),
+    # Qwen2.5-Coder 1.5B asked for the sun elevation (verbatim): XML elements, the chain at once, the last unclosed
+    ('<tools>\n  <tool name="eo_spectral_index">\n    <arguments>\n      <scene>sample://eo/landsat8_c1_l1t</scene>\n'
+     '      <index>NDVI</index>\n    </arguments>\n  </tool>\n  <tool name="eo_statistics">\n    <arguments>\n'
+     '      <raster>a.tif</raster>\n      <percentiles>[50, 95]</percentiles>\n    </arguments>\n',
+     [("eo_spectral_index", {"scene": L8, "index": "NDVI"}, True),
+      ("eo_statistics", {"raster": "a.tif", "percentiles": [50, 95]}, True)]),
+    ('<tool_call><name>eo_statistics</name><arguments>{"raster": "a.tif"}</arguments></tool_call>',
+     [("eo_statistics", {"raster": "a.tif"}, True)]),
     # Qwen2.5-Coder 1.5B after a failed call (verbatim)
     ("<tools>\n<tool name=\"eo_statistics\" arguments=\"{'raster': 'a.tif', 'band': 1}\"/>",
      [("eo_statistics", {"raster": "a.tif", "band": 1}, True)]),
@@ -81,6 +89,7 @@ def test_calls_written_as_text_are_read(text: str, expected: list) -> None:
     '{"name": "make_coffee", "arguments": {"cups": 2}}',                       # no known tool or family
     'I called {"name": "eo_statistics", "arguments": {"raster": "a.tif"}} and got 0.53.\nAnswer: 0.5306',
     "Use a [-1, 1] range.",
+    "The <b>mean</b> is 0.53 and 3 < 4.",
     "",
 ])
 def test_replies_that_only_contain_json_are_not_calls(text: str) -> None:
@@ -206,7 +215,7 @@ def fence(name: str, args: dict) -> str:
 # each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
-           "steps": "8", "echo": "9", "chain": "10", "late": "11"}
+           "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -223,11 +232,14 @@ def scenario(body: dict) -> str | dict:
     first = {"scene": L8, "index": "NDVI"}
     if kind == "none":
         return "The mean NDVI of a Landsat scene is usually about 0.3."
+    if kind == "schema" and not results:      # the bound schema itself as the arguments (Qwen 1.5B did)
+        bound = next(t["function"]["parameters"] for t in body["tools"] if t["function"]["name"] == "eo_spectral_index")
+        return fence("eo_spectral_index", bound)
     if kind == "error" and not results:
         return fence("eo_spectral_index", {"scene": L8, "index": "NDVl"})
     if kind == "repeat":
         return fence("eo_spectral_index", first)      # the same call, whatever the results say
-    if not results or (kind == "error" and len(results) == 1):
+    if not results or (kind in ("error", "schema") and len(results) == 1):
         if kind == "chain":   # the whole chain at once, the second call guessing the first one's file
             return fence("eo_spectral_index", first) + "\n" + fence("eo_statistics", {"raster": "NDVI.tif"})
         if kind == "bare":
@@ -266,7 +278,8 @@ def _tools_in(body: dict) -> list[str]:
 async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: ScriptedLLM, isolated_settings: Path):
     runs = {}
     async with open_session(ServerTarget()) as session:
-        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late"):
+        for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late",
+                     "schema"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
@@ -306,6 +319,12 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     err = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
     assert "Did you mean 'NDVI'" in err and FIX_HINT in err
     assert [c["args"].get("index") for c in trace["tool_calls"]][:2] == ["NDVl", "NDVI"]
+
+    # the schema sent as the arguments: not run, the model shown values to send, and it sends them
+    r, requests, trace = runs["schema"]
+    notice = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
+    assert notice.startswith(SCHEMA_NOTICE) and f'{{"scene": "{L8}", "index": "NDVI"}}' in notice, notice
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
 
     # the same call again: not run, the model told once; again: the run ends with an answer from the results
     r, requests, trace = runs["repeat"]
