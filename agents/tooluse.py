@@ -7,6 +7,10 @@ has used), while the system prompt lists all of them in one line each. Around ea
 - a reply that writes its call as text (a ```json fence, bare JSON, `<tool_call>` tags...) becomes a
   real tool call (`agents.toolcalls`), the first one only when it writes several (the later ones guess
   at files the first has not written yet); a misspelt tool name is resolved to the tool it means;
+- a reply cut at the token cap in the middle of a call (a graph's edge list written out) is asked for
+  again with four times the cap;
+- a call whose arguments are the tool's schema (`type`, `properties`) is not run: the model is shown
+  values to send, from the argument descriptions' examples;
 - a reply that calls no tool before any tool has run is asked once more, with a reminder to call one;
 - a call that repeats an earlier one (same tool, same arguments) is not run again: the model is told
   so once, and if it repeats again the run ends with an answer written from the results it has;
@@ -36,6 +40,7 @@ from agents.trace import _text
 
 TEXT_CALL_PREFIX = "call_txt_"
 SCHEMA_CHARS = 3200          # the bound schemas of a first prompt, about 900 tokens
+LONG_CALL_FACTOR = 4         # a call cut at the reply cap is asked for again with this many times the cap
 REPEAT_NOTICE = "Repeated call:"
 UNKNOWN_NOTICE = "Unknown tool:"
 SCHEMA_NOTICE = "Schema sent as arguments:"
@@ -171,6 +176,11 @@ class ToolUse(AgentMiddleware):
                                  messages=messages)
         response = await handler(bound)
         ai = self.read_calls(_last_ai(response))
+        if not ai.tool_calls and self.cut_in_a_call(ai):
+            cap = LONG_CALL_FACTOR * (self.max_tokens or 0)
+            longer = bound.override(model_settings={**settings, "max_tokens": cap})
+            response = await handler(longer)
+            ai = self.read_calls(_last_ai(response))
         if not ai.tool_calls and not ai.invalid_tool_calls:
             ran = self._ran(turn)
             failed = bool(ran) and all(m.status == "error" for m in ran)
@@ -195,6 +205,15 @@ class ToolUse(AgentMiddleware):
             if repeats and told:
                 return await self.final_answer(request, handler, turn)
         return _replace_ai(response, ai)
+
+    def cut_in_a_call(self, ai: AIMessage) -> bool:
+        """Whether the reply stopped at the token cap while writing a tool call (a graph's edge list written out
+        runs past 256 tokens): it names a tool and has an object left open."""
+        if not self.max_tokens or (ai.response_metadata or {}).get("finish_reason") != "length":
+            return False
+        text = _text(ai.content)
+        start = text.find("{")
+        return start >= 0 and _open_object(text[start:]) and any(n in text for n in self.names)
 
     def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage]) -> AIMessage:
         """A final reply that states a tool result's number but no `Answer:` line gets one with that number
@@ -299,6 +318,21 @@ class ToolUse(AgentMiddleware):
             f" Tool names start with {', '.join(f + '_' for f in self.families)}."
         mean = f" Did you mean {', '.join(close)}?" if close else ""
         return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
+
+
+def _open_object(text: str) -> bool:
+    """Whether `text` (starting at a `{`) ends with a bracket still open, strings respected."""
+    depth, quote, escape = 0, "", False
+    for ch in text:
+        if quote:
+            escape, quote = (False, quote) if escape else (ch == "\\", "" if ch == quote else quote)
+        elif ch == '"':
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return depth > 0
 
 
 def is_schema_echo(args: Any, schema: Any) -> bool:

@@ -117,7 +117,8 @@ class ScriptedLLM:
                     reply = outer.rule(body)
                     message = {"role": "assistant", "content": reply} if isinstance(reply, str) else {
                         "role": "assistant", "content": reply.get("content"), **{
-                            k: v for k, v in reply.items() if k != "content"}}
+                            k: v for k, v in reply.items() if k not in ("content", "finish_reason")}}
+                    finish = reply.get("finish_reason") if isinstance(reply, dict) else None
                     for call in message.get("tool_calls") or []:
                         call.setdefault("id", "call_" + uuid.uuid4().hex[:12])
                         call.setdefault("type", "function")
@@ -131,7 +132,8 @@ class ScriptedLLM:
                         "created": int(time.time()),
                         "model": body.get("model", outer.model),
                         "choices": [{"index": 0, "message": message,
-                                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                                     "finish_reason": finish or ("tool_calls" if message.get("tool_calls")
+                                                                 else "stop")}],
                         "usage": {"prompt_tokens": prompt_chars // 4, "completion_tokens": completion_chars // 4,
                                   "total_tokens": (prompt_chars + completion_chars) // 4},
                     })

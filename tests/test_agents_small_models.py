@@ -215,7 +215,8 @@ def fence(name: str, args: dict) -> str:
 # each scenario's marker in the question: a number, which tool selection ignores, so the tools chosen for
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
-           "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12"}
+           "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12",
+           "long": "13"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -232,6 +233,10 @@ def scenario(body: dict) -> str | dict:
     first = {"scene": L8, "index": "NDVI"}
     if kind == "none":
         return "The mean NDVI of a Landsat scene is usually about 0.3."
+    if kind == "long" and not results:        # the call runs past the reply cap: cut there, as a server does
+        whole = fence("eo_spectral_index", first)
+        cap = body.get("max_completion_tokens") or body.get("max_tokens") or 10**6
+        return whole if cap > 256 else {"content": whole[:40], "finish_reason": "length"}
     if kind == "schema" and not results:      # the bound schema itself as the arguments (Qwen 1.5B did)
         bound = next(t["function"]["parameters"] for t in body["tools"] if t["function"]["name"] == "eo_spectral_index")
         return fence("eo_spectral_index", bound)
@@ -279,7 +284,7 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     runs = {}
     async with open_session(ServerTarget()) as session:
         for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late",
-                     "schema"):
+                     "schema", "long"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
@@ -324,6 +329,11 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     r, requests, trace = runs["schema"]
     notice = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
     assert notice.startswith(SCHEMA_NOTICE) and f'{{"scene": "{L8}", "index": "NDVI"}}' in notice, notice
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # a call cut at the reply cap is asked for again with four times the cap, and runs
+    r, requests, trace = runs["long"]
+    assert [b.get("max_completion_tokens") or b.get("max_tokens") for b in requests[:2]] == [256, 1024]
     assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
 
     # the same call again: not run, the model told once; again: the run ends with an answer from the results
