@@ -332,7 +332,8 @@ def openai_tool(info: ToolInfo, question: str | None = None,
 
 _PARENS = re.compile(r"\(([^()]*)\)")
 LOCATED = frozenset([*FILE_ARGUMENTS, "scene"])   # shown when the question holds a path, not for a word
-GENERIC = frozenset({"default", "eg", "e", "g", "file", "name", "names", "number", "list", "string", "true", "false"})
+GENERIC = frozenset({"default", "eg", "e", "g", "file", "name", "names", "number", "list", "string", "true", "false",
+                     "task"})
 
 
 def _cue_words(pname: str, prop: Mapping[str, Any]) -> set[str]:
@@ -365,23 +366,39 @@ def fit_schema(schema: Mapping[str, Any], question: str, tool_words: frozenset[s
     naming a tool instead of a file), and the call fails; an argument left out takes the tool's default.
     `tool_words` are the words of the server's tool names, which cue nothing (a question that names
     `eo_cloud_mask` does not ask for a `mask` argument)."""
+    return _fit(schema, _question_words(question, set(tool_words)), located_kinds(question), top=True)
+
+
+def _fit(schema: Mapping[str, Any], asked: set[str], located: set[str], *, top: bool) -> dict[str, Any]:
+    """`fit_schema` on one object schema; an object argument's own properties are fitted the same way
+    (`graph`'s `weights` and `features` only on a cue), keeping them all when the question cues none."""
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     if not isinstance(props, Mapping):
         return dict(schema)
-    asked = _question_words(question, set(tool_words))
     required = list(schema.get("required") or [])
-    located = located_kinds(question)
     kept: dict[str, Any] = {}
     for pname, prop in props.items():
         if not isinstance(prop, Mapping):
             kept[pname] = prop
             continue
-        shown = (pname in required or pname in located or len(pname) == 1
-                 or (not required and "default" not in prop)      # one of the inputs to choose from
+        shown = (pname in required or len(pname) == 1
+                 or (top and pname in located)
+                 or (top and not required and "default" not in prop)      # one of the inputs to choose from
                  or (pname not in LOCATED and bool(_cue_words(pname, prop) & asked)))
         if shown:
-            kept[pname] = _enum_first(prop, asked)
+            kept[pname] = _nested(_enum_first(prop, asked), asked, located)
+    if not top and not kept:
+        return dict(schema)
     return {**schema, "properties": kept}
+
+
+def _nested(prop: Mapping[str, Any], asked: set[str], located: set[str]) -> Any:
+    """An object argument (or an alternative of one) with its properties fitted."""
+    if isinstance(prop.get("properties"), Mapping):
+        return _fit(prop, asked, located, top=False)
+    if isinstance(prop.get("anyOf"), list):
+        return {**prop, "anyOf": [_nested(a, asked, located) if isinstance(a, Mapping) else a for a in prop["anyOf"]]}
+    return prop
 
 
 def _enum_first(prop: Mapping[str, Any], asked: set[str]) -> Any:

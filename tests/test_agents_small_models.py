@@ -190,6 +190,13 @@ async def test_fitted_schemas_show_what_the_question_cues_and_keep_every_argumen
     # the file argument shows when the question holds a file, not for the word "path" in "shortest path"
     assert "path" not in shown("graph_solve", "How long is the shortest path from node 0 to node 3?")
     assert "path" in shown("graph_solve", "Solve shortest_path on the graph in /data/g.json")
+    # an object argument's own optional properties are fitted too: a graph's weights only when asked for
+    spec = fit_schema(infos["graph_solve"].input_schema, "Is there a path between node 4 and node 1 in the graph with "
+                      "nodes [0, 1, 4] and edges [[0, 4], [0, 1]]?", tool_words)["properties"]["graph"]
+    assert set(spec["properties"]) == {"nodes", "edges"}
+    spec = fit_schema(infos["graph_solve"].input_schema, "The weighted shortest path with these edge weights",
+                      tool_words)["properties"]["graph"]
+    assert "weights" in spec["properties"] and "features" not in spec["properties"]
     # nothing required: every input without a default is one to choose from
     assert shown("dti_validate", "Is CCO a valid SMILES?") >= {"smiles", "path"}
     levels = fit_schema(infos["eo_spectral_index"].input_schema, "the Sentinel-2 L2A scene", tool_words)

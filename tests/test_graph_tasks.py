@@ -227,3 +227,16 @@ def test_exact_search_honours_cancellation_and_its_step_bound(monkeypatch):
     reload_settings()
     with pytest.raises(LimitExceeded, match=r"over the limit of 1000.*RESEARCH_MCP_GRAPH__MAX_SEARCH_STEPS"):
         graph_solve("hamiltonian_cycle", graph=hard)
+
+
+def test_an_empty_weight_list_means_no_weights_and_a_short_one_is_refused() -> None:
+    import networkx as nx
+
+    from tools.errors import InvalidInput
+    from tools.graph.model import build_graph
+
+    G = build_graph([0, 1, 2], [[0, 1], [1, 2]], weights=[])
+    assert sorted(G.edges) == [(0, 1), (1, 2)] and not nx.get_edge_attributes(G, "weight")
+    assert G.graph["weighted"] is False
+    with pytest.raises(InvalidInput, match="has 1 entries but there are 2 edges"):
+        build_graph([0, 1, 2], [[0, 1], [1, 2]], weights=[2.0])

@@ -129,6 +129,8 @@ def build_graph(nodes: list[Any] | None, edges: list[Any], *, directed: bool = F
                            hint='Example: {"edges": [[0, 1], [1, 2]]}.')
     n_declared = len(nodes) if nodes is not None else 0
     check_size(n_declared, len(edges))
+    if weights is not None and len(weights) == 0 and edges:
+        weights = None      # an empty list, as a model fills in an optional argument, means none
     if weights is not None and len(weights) != len(edges):
         raise InvalidInput(f"`weights` has {len(weights)} entries but there are {len(edges)} edges.",
                            hint="Give exactly one weight per edge, in the same order, or none.")
