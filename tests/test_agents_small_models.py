@@ -16,7 +16,7 @@ import pytest
 from agents.connection import ServerTarget, ToolInfo
 from agents.react import NO_TOOL_CALL, ask, system_prompt
 from agents.runner import open_session
-from agents.selection import catalogue, compact_schema, fit_schema, fold_resources, select_tools, words
+from agents.selection import catalogue, compact_schema, data_words, fit_schema, fold_resources, select_tools, words
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE
 from evals.agents import reference as ref
@@ -201,6 +201,15 @@ async def test_fitted_schemas_show_what_the_question_cues_and_keep_every_argumen
     assert shown("dti_validate", "Is CCO a valid SMILES?") >= {"smiles", "path"}
     levels = fit_schema(infos["eo_spectral_index"].input_schema, "the Sentinel-2 L2A scene", tool_words)
     assert levels["properties"]["product"]["enum"][:2] == ["sentinel-2-l1c", "sentinel-2-l2a"]  # named ones first
+    # the data a question names is not what to do with it; a tool that needs a raster comes after one that makes it
+    assert data_words(f"the Landsat 8 scene ({L8})") == {"landsat"}
+    share = f"What percentage of the valid area of the bundled Landsat 8 scene ({L8}) has NDVI above 0.3?"
+    assert select_tools(share, infos, k=3)[:2] == ["eo_spectral_index", "eo_area"]
+    assert select_tools(f"What is the median NDVI of the bundled Landsat 8 scene ({L8})?", infos)[0] == \
+        "eo_spectral_index"
+    firsts = {style: sum(select_tools(t.question(style), infos)[0] == t.steps[0].name for t in all_tasks())
+              for style in ("instruction", "goal")}
+    assert firsts["instruction"] == len(all_tasks()) and firsts["goal"] >= 26, firsts
     total = kept = 0
     for task in all_tasks():
         for style in ("instruction", "goal"):
