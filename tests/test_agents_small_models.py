@@ -64,6 +64,11 @@ QWEN_FENCE = ('```json\n{\n  "name": "eo_spectral_index",\n  "arguments": {\n   
      '      <raster>a.tif</raster>\n      <percentiles>[50, 95]</percentiles>\n    </arguments>\n',
      [("eo_spectral_index", {"scene": L8, "index": "NDVI"}, True),
       ("eo_statistics", {"raster": "a.tif", "percentiles": [50, 95]}, True)]),
+    # Qwen2.5-Coder 1.5B on a graph question (verbatim shape): the arguments object unquoted in the attribute
+    ('<tools>\n<tool name="graph_solve" arguments={"task": "shortest_path", "graph": {"edges": [[0, 1], [1, 2]]}, '
+     '"source": 0, "target": 2} />',
+     [("graph_solve", {"task": "shortest_path", "graph": {"edges": [[0, 1], [1, 2]]}, "source": 0, "target": 2},
+       True)]),
     ('<tool_call><name>eo_statistics</name><arguments>{"raster": "a.tif"}</arguments></tool_call>',
      [("eo_statistics", {"raster": "a.tif"}, True)]),
     # Qwen2.5-Coder 1.5B after a failed call (verbatim)
