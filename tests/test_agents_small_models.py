@@ -237,7 +237,7 @@ def fence(name: str, args: dict) -> str:
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
            "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12",
-           "long": "13"}
+           "long": "13", "scalar": "14"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -281,6 +281,8 @@ def scenario(body: dict) -> str | dict:
     if kind == "late":     # after the first result it only opens the template's tool block
         return "<tools>\n"
     if "stats" in results[-1] and "output" in results[-1]:
+        if kind == "scalar":       # one value where the schema asks for a list
+            return fence("eo_statistics", {"raster": results[-1]["output"], "percentiles": 50, "bins": "10"})
         return fence("eo_statistics", {"raster": results[-1]["output"]})
     if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
         return f"The mean NDVI of {L8} is {results[-1]['stats']['mean']:.4f}."
@@ -305,7 +307,7 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     runs = {}
     async with open_session(ServerTarget()) as session:
         for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late",
-                     "schema", "long"):
+                     "schema", "long", "scalar"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
@@ -350,6 +352,12 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     r, requests, trace = runs["schema"]
     notice = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
     assert notice.startswith(SCHEMA_NOTICE) and f'{{"scene": "{L8}", "index": "NDVI"}}' in notice, notice
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # one value for a list and a number as a string are mended before the call, which then runs
+    r, requests, trace = runs["scalar"]
+    stats = json.loads(next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "tool"))
+    assert list(stats["percentiles"]) == ["p50"] and len(stats["histogram_counts"]) == 10, stats.keys()
     assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
 
     # a call cut at the reply cap is asked for again with four times the cap, and runs
