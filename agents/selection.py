@@ -109,11 +109,13 @@ def words(text: str) -> list[str]:
     return [w for w in stems if w not in STOPWORDS]
 
 
-def _schema_text(schema: Mapping[str, object]) -> str:
+def _schema_text(schema: Mapping[str, object], names: bool = True) -> str:
+    """The argument names (with `names`), descriptions and enum values of a tool's input schema, as text."""
     parts: list[str] = []
     props = schema.get("properties") if isinstance(schema, Mapping) else None
     for pname, prop in (props or {}).items() if isinstance(props, Mapping) else ():
-        parts.append(pname)
+        if names:
+            parts.append(pname)
         if isinstance(prop, Mapping):
             parts.append(str(prop.get("description", "")))
             parts.extend(str(e) for e in prop.get("enum", []) or [] if e is not None)
@@ -143,8 +145,10 @@ class ToolIndex:
             for w in words(info.description):
                 bag[w] += 1.0
             schema = _schema_text(info.input_schema)
-            for w in words(schema):
+            for w in words(_schema_text(info.input_schema, names=False)):
                 bag[w] += 1.0
+            for name_word in words(" ".join((info.input_schema or {}).get("properties", {}) or {})):
+                bag[name_word] += 0.25   # an argument's name says what the tool takes, not what it does
             for w in words(" ".join(_EXAMPLES.findall(info.description + " " + schema))):
                 bag[w] += 3.0   # the values an argument's examples give are the words a question uses
             bags[name] = bag
@@ -167,7 +171,8 @@ class ToolIndex:
         """Each tool's match to `question`; words weighed by their rarity among all tools, or among the
         tools of family `within` (so that words every tool of a family shares count for little), times
         `weights` (a word already covered by a chosen tool counts less)."""
-        q = Counter(words(strip_locations(question)))
+        data = data_words(question) | located_kinds(question)   # "the scene" the question's path is
+        q = Counter(w for w in words(strip_locations(question)) if w not in data)
         idf = self.idf[within if within is not None else ""]
         out = {}
         for name, bag in self.bags.items():
@@ -201,7 +206,25 @@ class ToolIndex:
             chosen.append(ranked[0])
             for w in self.bags[ranked[0]]:
                 weights[w] = weights.get(w, 1.0) * 0.25
-        return chosen
+        return self.makers_first(chosen, given, self.scores(question, within), k)
+
+    def makers_first(self, chosen: list[str], given: set[str], scores: Mapping[str, float], k: int) -> list[str]:
+        """`chosen` with a tool that makes the file the first pick needs put before it, when the question gives
+        no such file (`eo_area` needs a raster: `eo_spectral_index`, which writes one, goes first): a pick that
+        makes it, else the family's best-matching tool that does (in place of the last pick)."""
+        if not chosen:
+            return chosen
+        first = chosen[0]
+        needs = set(self.required[first]) & set(FILE_ARGUMENTS)
+        if not needs or needs & given or not self.inputs[first]:
+            return chosen
+        makers = [n for n in chosen[1:] if self.makes[n] & self.inputs[first]]
+        if not makers:
+            makers = sorted((n for n in scores if n not in chosen and self.makes[n] & self.inputs[first]
+                             and not set(self.required[n]) & set(FILE_ARGUMENTS) - given),
+                            key=lambda n: (-scores[n], self.order.index(n)))[:1]
+            chosen = chosen[: max(k - 1, 1)]
+        return [makers[0], *[n for n in chosen if n != makers[0]]] if makers else chosen
 
 
 _LOCATION = re.compile(r"[a-z][a-z0-9+.-]*://\S+|(?<![\w])[~.]?/[\w./-]+")
@@ -210,6 +233,14 @@ _LOCATION = re.compile(r"[a-z][a-z0-9+.-]*://\S+|(?<![\w])[~.]?/[\w./-]+")
 def strip_locations(text: str) -> str:
     """`text` without URIs and file paths: what they name is data, not what to do with it."""
     return _LOCATION.sub(" ", text)
+
+
+def data_words(text: str) -> set[str]:
+    """The words that name the data `text` points at: the letter runs of its URIs and paths (`landsat`,
+    `sentinel` from `sample://eo/landsat8_c1_l1t`). They say which data, not what to do with it: a question
+    about "the Landsat 8 scene" asks for no Landsat-only tool."""
+    runs = (r for loc in _LOCATION.findall(text) for r in re.findall(r"[a-z]{3,}", loc.lower()))
+    return {_stem(r) for r in runs} - {"sample", "tif", "tiff", "csv", "json", "txt", "smi", "sdf"}
 
 
 FILE_KINDS = frozenset(["geotiff", "tiff", "png", "csv", "json", "jsonl", "sdf", "smi", "parquet", "npz"])

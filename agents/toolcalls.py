@@ -28,6 +28,8 @@ ARG_KEYS = ("arguments", "args", "parameters", "params", "input", "tool_input", 
 TAGS = re.compile(r"<(tool_call|function_call|tool_use|toolcall)>\s*(.*?)\s*(?:</\1>|$)", re.DOTALL | re.IGNORECASE)
 ATTRS = re.compile(r"""<(?:tool|function|tool_call|invoke)\s+name=["']([\w.-]+)["']\s+(?:arguments|args|parameters)"""
                    r"""=(?:"(.*?)"|'(.*?)')\s*/?>""", re.DOTALL | re.IGNORECASE)
+ATTR_OBJECT = re.compile(r"""<(?:tool|function|tool_call|invoke)\s+name=["']([\w.-]+)["']\s+"""
+                         r"""(?:arguments|args|parameters)=(?=\{)""", re.IGNORECASE)
 ELEMENT = re.compile(r"""<(tool|function|tool_call|invoke)\b([^>]*)>(.*?)(?:</\1>|$)""", re.DOTALL | re.IGNORECASE)
 NAME_ATTR = re.compile(r"""\bname=["']([\w.-]+)["']""")
 CHILD = re.compile(r"<([A-Za-z_][\w.-]*)>(.*?)</\1>", re.DOTALL)
@@ -158,6 +160,11 @@ def _candidates(text: str) -> Iterator[tuple[int, int, Any]]:
         seen.add((m.start(), m.end()))
         args = m.group(2) if m.group(2) is not None else m.group(3)
         yield m.start(), m.end(), {"name": m.group(1), "arguments": args}
+    for m in ATTR_OBJECT.finditer(text):     # <tool name="x" arguments={...} />: the object unquoted
+        end = _balanced_end(text, m.end())
+        if end is not None:
+            seen.add((m.start(), end))
+            yield m.start(), end, {"name": m.group(1), "arguments": text[m.end():end]}
     for m in ELEMENT.finditer(text):    # <tool name="x"><arguments><scene>...</scene></arguments></tool>
         call = _element_call(m.group(2), m.group(3))
         if call is not None and not any(a <= m.start() < b for a, b in seen):

@@ -11,6 +11,8 @@ has used), while the system prompt lists all of them in one line each. Around ea
   again with four times the cap;
 - a call whose arguments are the tool's schema (`type`, `properties`) is not run: the model is shown
   values to send, from the argument descriptions' examples;
+- one value where the schema asks for a list becomes a one-item list, a number written as a string a
+  number (`coerce_args`);
 - a reply that calls no tool before any tool has run is asked once more, with a reminder to call one;
 - a call that repeats an earlier one (same tool, same arguments) is not run again: the model is told
   so once, and if it repeats again the run ends with an answer written from the results it has;
@@ -288,6 +290,10 @@ class ToolUse(AgentMiddleware):
                                "last line `Answer: <value>`.", name=name, tool_call_id=call["id"], status="error")
         if is_schema_echo(call.get("args"), self.infos[name].input_schema if name in self.infos else None):
             return ToolMessage(self.schema_sent(name), name=name, tool_call_id=call["id"], status="error")
+        fixed = coerce_args(call.get("args"), self.infos[name].input_schema if name in self.infos else None)
+        if fixed != call.get("args"):
+            call = {**call, "args": fixed}
+            request = request.override(tool_call=call)
         result = await handler(request)
         if isinstance(result, ToolMessage):
             text = _text(result.content)
@@ -333,6 +339,30 @@ def _open_object(text: str) -> bool:
         elif ch in "}]":
             depth -= 1
     return depth > 0
+
+
+def coerce_args(args: Any, schema: Any) -> Any:
+    """`args` with the slips a small model makes against the schema mended where the intent is plain: one value
+    where a list is asked for becomes a one-item list (`"smiles": "CCO"` for `["CCO"]`), a number written as a
+    string where a number is asked for becomes that number. Anything else is left for the tool to judge."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(args, dict) or not isinstance(props, dict):
+        return args
+    out = dict(args)
+    for key, value in args.items():
+        prop = props.get(key)
+        if not isinstance(prop, dict) or value is None:
+            continue
+        kinds = {alt.get("type") for alt in [prop, *(prop.get("anyOf") or [])] if isinstance(alt, dict)}
+        if "array" in kinds and not isinstance(value, list | dict) and len(kinds - {"null"}) == 1:
+            out[key] = [value]
+        elif isinstance(value, str) and kinds & {"integer", "number"} and "string" not in kinds:
+            try:
+                number = float(value.strip())
+            except ValueError:
+                continue
+            out[key] = int(number) if "integer" in kinds and number.is_integer() else number
+    return out
 
 
 def is_schema_echo(args: Any, schema: Any) -> bool:

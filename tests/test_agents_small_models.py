@@ -16,7 +16,7 @@ import pytest
 from agents.connection import ServerTarget, ToolInfo
 from agents.react import NO_TOOL_CALL, ask, system_prompt
 from agents.runner import open_session
-from agents.selection import catalogue, compact_schema, fit_schema, fold_resources, select_tools, words
+from agents.selection import catalogue, compact_schema, data_words, fit_schema, fold_resources, select_tools, words
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE
 from evals.agents import reference as ref
@@ -64,6 +64,11 @@ QWEN_FENCE = ('```json\n{\n  "name": "eo_spectral_index",\n  "arguments": {\n   
      '      <raster>a.tif</raster>\n      <percentiles>[50, 95]</percentiles>\n    </arguments>\n',
      [("eo_spectral_index", {"scene": L8, "index": "NDVI"}, True),
       ("eo_statistics", {"raster": "a.tif", "percentiles": [50, 95]}, True)]),
+    # Qwen2.5-Coder 1.5B on a graph question (verbatim shape): the arguments object unquoted in the attribute
+    ('<tools>\n<tool name="graph_solve" arguments={"task": "shortest_path", "graph": {"edges": [[0, 1], [1, 2]]}, '
+     '"source": 0, "target": 2} />',
+     [("graph_solve", {"task": "shortest_path", "graph": {"edges": [[0, 1], [1, 2]]}, "source": 0, "target": 2},
+       True)]),
     ('<tool_call><name>eo_statistics</name><arguments>{"raster": "a.tif"}</arguments></tool_call>',
      [("eo_statistics", {"raster": "a.tif"}, True)]),
     # Qwen2.5-Coder 1.5B after a failed call (verbatim)
@@ -201,6 +206,15 @@ async def test_fitted_schemas_show_what_the_question_cues_and_keep_every_argumen
     assert shown("dti_validate", "Is CCO a valid SMILES?") >= {"smiles", "path"}
     levels = fit_schema(infos["eo_spectral_index"].input_schema, "the Sentinel-2 L2A scene", tool_words)
     assert levels["properties"]["product"]["enum"][:2] == ["sentinel-2-l1c", "sentinel-2-l2a"]  # named ones first
+    # the data a question names is not what to do with it; a tool that needs a raster comes after one that makes it
+    assert data_words(f"the Landsat 8 scene ({L8})") == {"landsat"}
+    share = f"What percentage of the valid area of the bundled Landsat 8 scene ({L8}) has NDVI above 0.3?"
+    assert select_tools(share, infos, k=3)[:2] == ["eo_spectral_index", "eo_area"]
+    assert select_tools(f"What is the median NDVI of the bundled Landsat 8 scene ({L8})?", infos)[0] == \
+        "eo_spectral_index"
+    firsts = {style: sum(select_tools(t.question(style), infos)[0] == t.steps[0].name for t in all_tasks())
+              for style in ("instruction", "goal")}
+    assert firsts["instruction"] == len(all_tasks()) and firsts["goal"] >= 26, firsts
     total = kept = 0
     for task in all_tasks():
         for style in ("instruction", "goal"):
@@ -223,7 +237,7 @@ def fence(name: str, args: dict) -> str:
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
            "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12",
-           "long": "13"}
+           "long": "13", "scalar": "14"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -267,6 +281,8 @@ def scenario(body: dict) -> str | dict:
     if kind == "late":     # after the first result it only opens the template's tool block
         return "<tools>\n"
     if "stats" in results[-1] and "output" in results[-1]:
+        if kind == "scalar":       # one value where the schema asks for a list
+            return fence("eo_statistics", {"raster": results[-1]["output"], "percentiles": 50, "bins": "10"})
         return fence("eo_statistics", {"raster": results[-1]["output"]})
     if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
         return f"The mean NDVI of {L8} is {results[-1]['stats']['mean']:.4f}."
@@ -291,7 +307,7 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     runs = {}
     async with open_session(ServerTarget()) as session:
         for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late",
-                     "schema", "long"):
+                     "schema", "long", "scalar"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
@@ -336,6 +352,12 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     r, requests, trace = runs["schema"]
     notice = next(m for m in requests[1]["messages"] if m["role"] == "tool")["content"]
     assert notice.startswith(SCHEMA_NOTICE) and f'{{"scene": "{L8}", "index": "NDVI"}}' in notice, notice
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # one value for a list and a number as a string are mended before the call, which then runs
+    r, requests, trace = runs["scalar"]
+    stats = json.loads(next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "tool"))
+    assert list(stats["percentiles"]) == ["p50"] and len(stats["histogram_counts"]) == 10, stats.keys()
     assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
 
     # a call cut at the reply cap is asked for again with four times the cap, and runs
