@@ -30,7 +30,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evals.longctx.run import read_rows, wilson_interval
+from evals.longctx.rows import read_rows, wilson_interval
 from tools.errors import InvalidInput, NotFound
 
 SINGLE = "single_shot"

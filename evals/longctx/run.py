@@ -32,7 +32,6 @@ import asyncio
 import csv
 import gzip
 import json
-import math
 import re
 import statistics
 import time
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.longctx.rows import read_rows, wilson_interval
 from evals.scripted_endpoint import ScriptedLLM
 from evals.shared_data import shared_data_path
 from tools.errors import InvalidInput, ResearchError
@@ -420,16 +420,6 @@ def _cue_summary(path: Path) -> list[dict[str, Any]]:
             for r in rows]
 
 
-def wilson_interval(correct: float, n: int, z: float = statistics.NormalDist().inv_cdf(0.975)) -> tuple[float, float]:
-    """The Wilson score interval of a proportion `correct / n` (95% by default); (0, 1) when n is 0."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = correct / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def plot_accuracy(summary: list[dict[str, Any]], path: Path, title: str, score: str = "strict") -> None:
     """Accuracy against text length with 95% Wilson intervals, one line per suite and mode (single-shot or a
     chunked topology); lines are drawn a little apart along the length axis so that equal values stay visible."""
@@ -486,23 +476,6 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         rows, model_name = await _measure(args, out)
     return await _report(args, out, rows, model_name)
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The per-item rows a run wrote (rows.csv), typed again."""
-    ints = ("length", "tokens", "correct", "chunks", "failed_chunks", "calls", "prompt_tokens", "completion_tokens",
-            "item", "strict")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise InvalidInput(f"{path} has no rows.", hint="Give the rows.csv a `--endpoint settings` run wrote.")
-    for r in rows:
-        for k in ints:
-            if k in r:  # rows of older runs have no item index or strict score
-                r[k] = int(r[k])
-        r["wall_s"] = float(r["wall_s"])
-        r["chunk_tokens"] = int(r["chunk_tokens"]) if r["chunk_tokens"] else ""
-    return rows
 
 
 def build_items(settings: dict[str, Any]) -> list[Item]:
