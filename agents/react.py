@@ -111,7 +111,8 @@ def build_agent(box: ToolBox, model: Any, saver: Any, *, out: Path, cwd: Path, m
     gated = {name: gate(name) for name, info in box.info.items() if not info.read_only}
     from tools.settings import get_settings
 
-    middleware: list[Any] = [ToolUse(box, max_steps=max_steps, max_tokens=get_settings().llm.agent_max_tokens)]
+    middleware: list[Any] = [ToolUse(box, max_steps=max_steps, max_tokens=get_settings().llm.agent_max_tokens,
+                                        result_chars=get_settings().llm.agent_result_chars)]
     if gated:
         middleware.append(HumanInTheLoopMiddleware(gated))
     return create_agent(model, list(box.tools.values()), system_prompt=system_prompt(box),

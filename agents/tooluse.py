@@ -35,8 +35,10 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
+from agents.choices import with_choice
 from agents.connection import ToolBox
 from agents.selection import ToolIndex, family, named_tools, openai_tool, select_tools, words
+from agents.shorten import fit_result
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.trace import _text
 
@@ -90,7 +92,8 @@ def compact_result(text: str) -> str:
 class ToolUse(AgentMiddleware):
     """Tool selection per model call, lenient call reading, repeat and error handling (module docstring)."""
 
-    def __init__(self, box: ToolBox, *, k: int = 3, max_steps: int = 30, max_tokens: int | None = None) -> None:
+    def __init__(self, box: ToolBox, *, k: int = 3, max_steps: int = 30, max_tokens: int | None = None,
+                 result_chars: int | None = None) -> None:
         super().__init__()
         self.infos = dict(box.info)
         self.names = list(self.infos)
@@ -101,6 +104,7 @@ class ToolUse(AgentMiddleware):
         self.k = k
         self.max_steps = max_steps
         self.max_tokens = max_tokens
+        self.result_chars = result_chars
 
     # what the run has done ------------------------------------------------------------------------------
     @staticmethod
@@ -199,7 +203,7 @@ class ToolUse(AgentMiddleware):
                     response, ai = retry, again
             if ran and is_echo(_text(ai.content)):     # the template's tags or a tool result copied back
                 return await self.final_answer(request, handler, turn)
-            return _replace_ai(response, self.with_answer_line(ai, turn) if ran else ai)
+            return _replace_ai(response, self.with_answer_line(ai, turn, question) if ran else ai)
         if ai.tool_calls:
             done = {call_key(c["name"], c.get("args", {})) for c in self._calls(turn)}
             repeats = [c for c in ai.tool_calls if call_key(c["name"], c.get("args", {})) in done]
@@ -217,16 +221,22 @@ class ToolUse(AgentMiddleware):
         start = text.find("{")
         return start >= 0 and _open_object(text[start:]) and any(n in text for n in self.names)
 
-    def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage]) -> AIMessage:
+    def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage], question: str = "") -> AIMessage:
         """A final reply that states a tool result's number but no `Answer:` line gets one with that number
         (the last it states; `0.5306` is the result 0.530563... to the digits given). Numbers in names
-        (`stated_numbers`) and in code do not count."""
+        (`stated_numbers`) and in code do not count. On a question with range options, an answer line that
+        states a number gets the letter of the option holding it (`agents.choices.with_choice`)."""
         text = _text(ai.content).strip()
-        if not text or "```" in text or "{" in text or ANSWER_LINE.search(text):
+        if not text or "```" in text or "{" in text:
             return ai
-        results = {float(m.group(0)) for m in self._ran(turn) for m in NUMBER.finditer(_text(m.content))}
-        held = [x for x in stated_numbers(text) if _rounds_to(x, results)]
-        return ai.model_copy(update={"content": f"{text}\nAnswer: {held[-1]}"}) if held else ai
+        if not ANSWER_LINE.search(text):
+            results = {float(m.group(0)) for m in self._ran(turn) for m in NUMBER.finditer(_text(m.content))}
+            held = [x for x in stated_numbers(text) if _rounds_to(x, results)]
+            if not held:
+                return ai
+            text = f"{text}\nAnswer: {held[-1]}"
+        text = with_choice(text, question)
+        return ai if text == _text(ai.content).strip() else ai.model_copy(update={"content": text})
 
     def settings(self, request: ModelRequest) -> dict[str, Any]:
         """The call's settings: the reply cap, and stops where a small model starts copying the chat template
@@ -266,7 +276,7 @@ class ToolUse(AgentMiddleware):
         text = _text(ai.content).strip()
         if not is_echo(text) and not parse_tool_calls(text, self.names, families=self.families):
             answer = ai.model_copy(update={"tool_calls": [], "invalid_tool_calls": []})
-            return _replace_ai(response, self.with_answer_line(answer, turn))
+            return _replace_ai(response, self.with_answer_line(answer, turn, current_turn(request.messages)[0]))
         ran = self._ran(turn)
         last = _text(ran[-1].content)[:1500] if ran else "no tool result"
         said = (f"The model did not state an answer. The last tool result ({ran[-1].name}): {last}" if ran
@@ -302,6 +312,8 @@ class ToolUse(AgentMiddleware):
                     result.content = f"{text}\n{FIX_HINT}"
             else:
                 compact = compact_result(text)
+                if self.result_chars:
+                    compact = fit_result(compact, self.result_chars)
                 if compact != text:
                     result.content = compact
         return result

@@ -321,6 +321,9 @@ def _example_value(name: str, prop: dict[str, Any]) -> Any:
         return True
     if t == "array":
         return [_example_value(name, prop.get("items") or {})]
+    chosen = [alt for alt in prop.get("anyOf") or [] if isinstance(alt, dict) and alt.get("type") != "null"]
+    if chosen and "$ref" not in chosen[0]:
+        return _example_value(name, chosen[0])
     if t == "object" or "$ref" in prop or "anyOf" in prop:
         return {}
     return f"<{name}>"
@@ -334,7 +337,9 @@ def example_call(name: str, schema: dict[str, Any]) -> str:
         if ex.tool == name:
             return f"{name}({json.dumps(ex.arguments)})"
     props = schema.get("properties", {})
-    args = {k: _example_value(k, props.get(k, {})) for k in schema.get("required", [])}
+    # nothing required: the tool takes one of its inputs that have no default (`smiles` or `path`)
+    keys = schema.get("required") or [k for k, p in props.items() if p.get("default") is None][:1]
+    args = {k: _example_value(k, props.get(k, {})) for k in keys}
     return f"{name}({json.dumps(args)})"
 
 

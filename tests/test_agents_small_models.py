@@ -13,22 +13,28 @@ from pathlib import Path
 
 import pytest
 
+from agents.choices import options, with_choice
 from agents.connection import ServerTarget, ToolInfo
 from agents.react import NO_TOOL_CALL, ask, system_prompt
 from agents.runner import open_session
 from agents.selection import catalogue, compact_schema, data_words, fit_schema, fold_resources, select_tools, words
+from agents.shorten import fit_result
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE
 from evals.agents import reference as ref
+from evals.agents.metrics import Expected, answer_correct
 from evals.agents.oracle import tool_results
 from tests.scripted_llm import ScriptedLLM
-from tools.settings import reload_settings
+from tools.settings import get_settings, reload_settings
 
 NAMES = ["eo_spectral_index", "eo_statistics", "eo_area", "graph_solve"]
 FAMILIES = ["eo", "graph"]
 L8 = "sample://eo/landsat8_c1_l1t"
 NDVI_MEAN = ref.mean(ref.landsat_index("NDVI"))
 QUESTION = f"What is the mean NDVI of {L8}?"
+NDVI_RANGES = {"A": (-1.0, 0.2), "B": (0.2, 0.4), "C": (0.4, 0.6), "D": (0.6, 1.0)}
+NDVI_OPTIONS = {"A": "below 0.2 (bare or water)", "B": "0.2 to 0.4 (sparse vegetation)",
+                "C": "0.4 to 0.6 (moderate vegetation)", "D": "above 0.6 (dense vegetation)"}
 
 
 def calls(text: str) -> list[tuple[str, dict, bool]]:
@@ -227,6 +233,47 @@ async def test_fitted_schemas_show_what_the_question_cues_and_keep_every_argumen
                 total, kept = total + len(optional), kept + len(props & optional)
     assert kept < total / 3      # most optional arguments are not shown to the model
 
+# results cut to size, and range options answered by letter ---------------------------------------------------
+
+def test_long_results_keep_their_structure_and_say_what_was_left_out() -> None:
+    data = {"molecules_checked": 240, "ok": 239, "note": "x" * 5000,
+            "molecules": [{"smiles": "C" * 40 + str(i), "ok": i != 7, "heavy_atoms": i} for i in range(240)]}
+    text = json.dumps(data)
+    for limit in (4000, 1500, 600):
+        out = fit_result(text, limit)
+        assert len(out) <= limit, (limit, len(out))
+        short = json.loads(out)
+        assert short["molecules_checked"] == 240 and short["ok"] == 239       # scalars kept whole
+        kept = short["molecules"][:-1]
+        assert kept == data["molecules"][:len(kept)]                          # the first items, unchanged
+        assert short["molecules"][-1] == f"... ({240 - len(kept)} more items)"
+        assert short["note"].endswith("... (5000 characters)")
+    assert fit_result(text, len(text)) == text                               # a result that fits is untouched
+    plain = "line\n" * 2000
+    cut = fit_result(plain, 500)
+    assert cut.startswith(plain.strip()[:500])
+    assert cut.endswith(f"(result cut at 500 of {len(plain.strip())} characters)")
+
+
+@pytest.mark.parametrize(("reply", "expected"), [
+    ("The mean is 0.33.\nAnswer: 0.33", "The mean is 0.33.\nAnswer: B (0.33)"),
+    ("Answer: 0.6", "Answer: D (0.6)"),                       # a shared bound belongs to the range it starts
+    ("Answer: -0.05", "Answer: A (-0.05)"),
+    ("Answer: B", "Answer: B"),                                # already a letter
+    ("Answer: sparse vegetation", "Answer: sparse vegetation"),
+    ("The mean is 0.33.", "The mean is 0.33."),                # no answer line: nothing to map
+])
+def test_a_value_given_for_range_options_becomes_the_letter_that_holds_it(reply: str, expected: str) -> None:
+    question = "Which range holds the mean NDVI?\n" + "\n".join(f"{k}. {v}" for k, v in NDVI_OPTIONS.items())
+    assert options(question) == NDVI_OPTIONS
+    assert with_choice(reply, question) == expected
+    lst = "Which range?\nA. below 275 K\nB. 275 to 285 K\nC. 285 to 300 K\nD. above 300 K"
+    assert with_choice("Answer: 291.4 K", lst) == "Answer: C (291.4 K)"
+    # options that are not all ranges, or no options, leave the reply as it is
+    assert with_choice("Answer: 0.33", "Which?\nA. the Landsat 8 scene\nB. 0.2 to 0.4") == "Answer: 0.33"
+    assert with_choice("Answer: 0.33", QUESTION) == "Answer: 0.33"
+
+
 # the agent end to end ------------------------------------------------------------------------------------
 
 def fence(name: str, args: dict) -> str:
@@ -237,7 +284,7 @@ def fence(name: str, args: dict) -> str:
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
            "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12",
-           "long": "13", "scalar": "14"}
+           "long": "13", "scalar": "14", "choice": "15", "big": "16"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -283,7 +330,11 @@ def scenario(body: dict) -> str | dict:
     if "stats" in results[-1] and "output" in results[-1]:
         if kind == "scalar":       # one value where the schema asks for a list
             return fence("eo_statistics", {"raster": results[-1]["output"], "percentiles": 50, "bins": "10"})
+        if kind == "big":          # a result of about 9,000 characters: a 900-bin histogram
+            return fence("eo_statistics", {"raster": results[-1]["output"], "bins": 900})
         return fence("eo_statistics", {"raster": results[-1]["output"]})
+    if kind == "choice":  # the value, where the question asks for a letter
+        return f"The mean NDVI is {results[-1]['stats']['mean']:.4f}.\nAnswer: {results[-1]['stats']['mean']:.4f}"
     if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
         return f"The mean NDVI of {L8} is {results[-1]['stats']['mean']:.4f}."
     return f"The mean NDVI is {results[-1]['stats']['mean']:.4f}.\nAnswer: {results[-1]['stats']['mean']:.4f}"
@@ -307,9 +358,11 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     runs = {}
     async with open_session(ServerTarget()) as session:
         for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late",
-                     "schema", "long", "scalar"):
+                     "schema", "long", "scalar", "choice", "big"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
+            if kind == "choice":
+                steps = "\n" + "\n".join(f"{k}. {v}" for k, v in NDVI_OPTIONS.items())
             r = await ask(f"[{MARKERS[kind]}] {QUESTION} Give 4 decimals.{steps}", session=session,
                           thread_id=f"small-{kind}", approval="yes", max_steps=8)
             runs[kind] = (r, scripted.requests[start:], json.loads(r.trace_path.read_text()))
@@ -358,6 +411,23 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     r, requests, trace = runs["scalar"]
     stats = json.loads(next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "tool"))
     assert list(stats["percentiles"]) == ["p50"] and len(stats["histogram_counts"]) == 10, stats.keys()
+    assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
+
+    # a value given for a range question: its answer line names the option that holds it, the value kept
+    r, requests, trace = runs["choice"]
+    letter = next(k for k, (lo, hi) in NDVI_RANGES.items() if lo <= NDVI_MEAN < hi)
+    assert r.status == "done" and r.answer.endswith(f"Answer: {letter} ({NDVI_MEAN:.4f})"), r.answer
+    assert answer_correct(Expected("choice", letter, options=NDVI_OPTIONS), r.answer)
+
+    # a long result reaches the model shortened: its scalars kept, its long list cut with the rest counted
+    r, requests, trace = runs["big"]
+    whole = next(c for c in trace["tool_calls"] if c["name"] == "eo_statistics")
+    seen = next(m["content"] for m in reversed(requests[-1]["messages"]) if m["role"] == "tool")
+    stats = json.loads(seen)
+    assert len(seen) <= get_settings().llm.agent_result_chars < 9000
+    assert stats["stats"]["mean"] == pytest.approx(NDVI_MEAN, abs=1e-9)
+    assert stats["histogram_counts"][-1] == f"... ({900 - len(stats['histogram_counts']) + 1} more items)"
+    assert whole["status"] == "success"
     assert r.status == "done" and abs(float(r.answer.rsplit("Answer:", 1)[1]) - NDVI_MEAN) < 1e-3
 
     # a call cut at the reply cap is asked for again with four times the cap, and runs

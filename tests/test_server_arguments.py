@@ -48,6 +48,14 @@ async def test_a_missing_argument_says_which_and_gives_an_example_call() -> None
     assert 'eo_spectral_index({"scene": "sample://eo/' in eo.content[0].text
 
 
+async def test_a_tool_that_requires_nothing_is_shown_with_one_of_its_inputs() -> None:
+    async with Client(build_server(["dti"], log_level="CRITICAL")) as client:
+        result = await client.call_tool("dti_validate", {"smiles": {"a": 1}})
+    text = result.content[0].text
+    assert result.is_error and "argument smiles" in text
+    assert text.endswith('Example call: dti_validate({"smiles": ["<smiles>"]})'), text
+
+
 async def test_a_wrong_type_is_worded_without_pydantic_links() -> None:
     async with Client(build_server(["graph"], log_level="CRITICAL")) as client:
         result = await client.call_tool("graph_generate", {"generator": "ERP", "n_nodes": "many"})

@@ -33,6 +33,11 @@ class LLMSettings(BaseSettings):
         256, ge=16, description="Most tokens the ReAct agent's model writes per reply (a tool call or an answer): "
         "a small model on a CPU writes about 15 a second, and a reply that loops stops here.",
     )
+    agent_result_chars: int = Field(
+        4000, ge=200, description="Most characters of one tool result the ReAct agent's model reads: longer JSON "
+        "results keep their keys and scalars with long lists and strings elided (about 1,200 tokens; a small model "
+        "prefills 30-60 tokens a second).",
+    )
     embedded: bool = Field(True, description="Use the embedded local model when no endpoint is configured.")
     embedded_model: str = Field(
         "qwen2.5-coder-1.5b-instruct", description="The embedded chat model: qwen2.5-coder-1.5b-instruct (default; "
