@@ -45,14 +45,13 @@ def isolated_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
 
 
 @pytest.fixture(scope="session")
-def embedded_server() -> Iterator[str]:
-    """The embedded model's server for the whole test session, started on demand by the real launcher."""
-    from tools.embedded.launcher import default_state_file, ensure_local_endpoint, running_endpoint
+def embedded_server() -> Iterator[None]:
+    """The test session's embedded model server: started on demand by the real launcher (one per machine, the
+    model each test asks for), and stopped at the end if none was running before."""
+    from tools.embedded.launcher import default_state_file, running_endpoint
 
-    reload_settings()
     before = running_endpoint()
-    url = ensure_local_endpoint()
-    yield url
+    yield
     if before is None:
         import json
         import signal
@@ -61,13 +60,29 @@ def embedded_server() -> Iterator[str]:
             os.kill(int(json.loads(default_state_file().read_text())["pid"]), signal.SIGTERM)
 
 
-@pytest.fixture
-def embedded_llm(embedded_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """This test may use the embedded model (no endpoint configured); returns its base URL."""
+def _embedded(model: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    from tools.embedded.launcher import ensure_local_endpoint
+
     monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED", "true")
-    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_URL", embedded_server)
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_MODEL", model)
+    monkeypatch.delenv("RESEARCH_MCP_LLM_EMBEDDED_URL", raising=False)
     reload_settings()
-    return embedded_server
+    url = ensure_local_endpoint()      # swaps the running server for `model` when it serves another
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_URL", url)
+    reload_settings()
+    return url
+
+
+@pytest.fixture
+def embedded_llm(embedded_server: None, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test may use the embedded model, Qwen2.5-Coder 1.5B (no endpoint configured); its base URL."""
+    return _embedded("qwen2.5-coder-1.5b-instruct", monkeypatch)
+
+
+@pytest.fixture
+def embedded_small_llm(embedded_server: None, monkeypatch: pytest.MonkeyPatch) -> str:
+    """This test may use the small embedded model, Qwen2.5-Coder 0.5B; its base URL."""
+    return _embedded("qwen2.5-coder-0.5b-instruct", monkeypatch)
 
 
 def free_port() -> int:

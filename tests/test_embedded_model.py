@@ -11,6 +11,8 @@ import hashlib
 import json
 import re
 import socket
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -179,6 +181,81 @@ def test_runtime_benchmark_quick_variant_measures_the_running_server(embedded_ll
     assert rows[0]["decode_tokens"] > 0 and rows[0]["decode_llama_tok_s"] > 0
     md = (tmp_path / "runtimes.md").read_text()
     assert re.search(r"\| llama\.cpp qwen2\.5-coder-1\.5b-instruct \(attached\) \|", md)
+
+
+def _busy_with_a_long_reply(url: str) -> tuple[threading.Thread, dict]:
+    """A request that decodes for many seconds, running in a thread; returns once the server is answering it."""
+    from tools.embedded.serve import activity
+
+    out: dict = {}
+
+    def ask() -> None:
+        try:
+            out["status"] = httpx.post(f"{url}/chat/completions", timeout=600, json={
+                "messages": [{"role": "user", "content": "Write the numbers from 1 to 400, separated by spaces."}],
+                "max_tokens": 300, "temperature": 0}).status_code
+        except httpx.HTTPError as exc:
+            out["error"] = exc
+
+    thread = threading.Thread(target=ask, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        now = activity(url.removesuffix("/v1"))
+        if now is not None and now[2] > 0:
+            return thread, out
+        time.sleep(0.05)
+    raise AssertionError("the server never started answering the request")
+
+
+def test_one_server_per_machine_serves_the_model_each_caller_asks_for(embedded_small_llm: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from tools.embedded.launcher import _alive, default_state_file, ensure_local_endpoint, served_model
+    from tools.settings import reload_settings
+
+    small = "qwen2.5-coder-0.5b-instruct"
+    state = json.loads(default_state_file().read_text())
+    assert served_model(embedded_small_llm) == small and state["model"] == small and state["url"] == embedded_small_llm
+    # while it answers, asking for the 1.5B is refused with the model that runs, and its reply is not cut
+    thread, out = _busy_with_a_long_reply(embedded_small_llm)
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_MODEL", "qwen2.5-coder-1.5b-instruct")
+    monkeypatch.delenv("RESEARCH_MCP_LLM_EMBEDDED_URL")
+    reload_settings()
+    with pytest.raises(UpstreamError) as info:
+        ensure_local_endpoint()
+    assert small in info.value.message and "answering a request" in info.value.message
+    assert f"RESEARCH_MCP_LLM_EMBEDDED_MODEL={small}" in info.value.hint
+    thread.join(600)
+    assert out == {"status": 200}
+    # idle: the 0.5B is stopped and the 1.5B started in its place, the only server
+    url = ensure_local_endpoint()
+    assert served_model(url) == "qwen2.5-coder-1.5b-instruct" and not _alive(state["pid"])
+    assert json.loads(default_state_file().read_text())["model"] == "qwen2.5-coder-1.5b-instruct"
+    # an unknown model name is refused before anything is stopped
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_MODEL", "qwen-9b")
+    reload_settings()
+    with pytest.raises(NotFound):
+        ensure_local_endpoint()
+    assert served_model(url) == "qwen2.5-coder-1.5b-instruct"
+
+
+def test_a_server_asked_to_stop_while_answering_stops_at_once(embedded_llm: str) -> None:
+    import os
+    import signal
+
+    from tools.embedded.launcher import _alive, default_state_file
+
+    pid = json.loads(default_state_file().read_text())["pid"]
+    thread, out = _busy_with_a_long_reply(embedded_llm)
+    asked = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    while _alive(pid) and time.monotonic() - asked < 30:
+        time.sleep(0.02)
+    stopped = time.monotonic() - asked
+    assert stopped < 2.0, f"stopped {stopped:.1f} s after SIGTERM"
+    assert not default_state_file().exists()      # the record of a running server goes with it
+    thread.join(30)
+    assert "error" in out or out.get("status") != 200   # the reply in progress was cut, not finished
 
 
 def test_install_time_runs_pip_into_a_fresh_folder_and_checks_the_joined_parts(tmp_path: Path,

@@ -184,3 +184,39 @@ def test_resume_with_other_options_is_refused_and_keeps_the_answers(tmp_path, ca
     assert main(["--quick", "--scripted", "--seed", "1", "--out", str(out)]) == 0
     assert json.loads((out / "run.json").read_text())["seed"] == 1
     assert len(_partial_lines(out)) == 54
+
+
+def test_quick_benchmark_on_the_small_embedded_model_is_scored_against_networkx(embedded_small_llm, tmp_path):
+    """Four questions to Qwen2.5-Coder 0.5B: each row's score agrees with the answer networkx gives."""
+    import re
+
+    import networkx as nx
+
+    from tools.graph.benchmark import check_levels, make_items
+
+    levels = ["--tasks", "triangle", "connectivity", "--generators", "ERP", "--formats", "edge_list",
+              "--schemes", "none", "--difficulties", "easy", "--per-cell", "2"]
+    out = tmp_path / "small"
+    assert main([*levels, "--max-tokens", "96", "--out", str(out)]) == 0
+    rows = list(csv.DictReader((out / "rows.csv").open()))
+    items = {it.id: it for it in make_items(*check_levels(["triangle", "connectivity"], ["ERP"], ["edge_list"],
+                                                          ["none"], ["easy"]), 2, 0, k=3)}
+    assert sorted(r["id"] for r in rows) == sorted(items) and len(rows) == 4
+    for r in rows:
+        it = items[r["id"]]
+        g = it.graph
+        truth = (sum(nx.triangles(g).values()) // 3 if it.task == "triangle"
+                 else nx.has_path(g, it.params["source"], it.params["target"]))
+        said = re.findall(r"answer\s*:\s*\**\s*(\w+)", r["reply"], re.IGNORECASE)
+        mine = None
+        if said and it.task == "triangle" and said[-1].isdigit():
+            mine = int(said[-1])
+        elif said and said[-1].lower() in ("yes", "no"):
+            mine = said[-1].lower() == "yes"
+        if mine is not None:          # a plain last answer line is scored as networkx says it should be
+            assert (r["correct"] == "True") == (mine == truth), r
+        if r["correct"] == "True":
+            assert (str(truth) if it.task == "triangle" else "yes" if truth else "no") in r["reply"].lower()
+        assert int(r["prompt_tokens"]) > 50 and 0 < int(r["completion_tokens"]) <= 96
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "qwen2.5-coder-0.5b-instruct (embedded)" and summary["overall"]["n"] == 4

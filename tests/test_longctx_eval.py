@@ -171,12 +171,38 @@ def test_cue_probe_fit_is_the_least_squares_power_law_of_the_losses() -> None:
     assert "error" in fit([{"tokens": 1000, "accuracy": 0.5, "items": 30}])  # one length: nothing to fit
 
 
+def test_quick_grid_on_the_small_embedded_model_reads_every_chunk_and_scores_the_gold_value(
+        embedded_small_llm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two KV questions at 2K tokens to Qwen2.5-Coder 0.5B, single-shot and workers + manager over 1K chunks."""
+    from evals.longctx.run import kv_items
+    from tools.settings import reload_settings
+
+    monkeypatch.setenv("RESEARCH_MCP_LLM_EMBEDDED_MAX_TOKENS", "64")
+    reload_settings()
+    assert main(["--endpoint", "settings", "--kv-lengths", "2000", "--kv-items", "1", "--kv-questions", "2",
+                 "--qa-items", "0", "--topology", "workers_manager", "--no-bench", "--out", str(tmp_path)]) == 0
+    rows = list(csv.DictReader((tmp_path / "rows.csv").open()))
+    items = kv_items([2000], 1, 2)
+    assert len(rows) == 4 and {r["mode"] for r in rows} == {"single_shot", "chunked"}
+    for r in rows:
+        gold = items[int(r["item"])].answers[0]
+        if len(r["answer"]) < 80:             # the row keeps a reply's first 80 characters
+            assert r["correct"] == str(int(gold in r["answer"])), r
+        assert 0 < int(r["completion_tokens"]) <= 64 * int(r["calls"])
+        if r["mode"] == "chunked":             # every chunk read by a worker, then one manager call
+            assert int(r["chunks"]) >= 2 and int(r["calls"]) == int(r["chunks"]) + 1
+            assert int(r["prompt_tokens"]) > int(r["tokens"])
+        else:
+            assert int(r["calls"]) == 1 and int(r["prompt_tokens"]) > int(r["tokens"]) * 0.9
+    assert json.loads((tmp_path / "noise.json").read_text())["model"] == "qwen2.5-coder-0.5b-instruct (embedded)"
+
+
 def test_cue_probe_on_the_embedded_model_scores_exact_values_and_names_the_pair_that_came_back(
-        embedded_llm: str, tmp_path: Path) -> None:
+        embedded_small_llm: str, tmp_path: Path) -> None:
     from evals.longctx.cue_probe import main as probe_main
     from evals.longctx.run import haystack_pairs, kv_items
 
-    assert probe_main(["--url", embedded_llm, "--lengths", "1000", "--haystacks", "1", "--questions", "2",
+    assert probe_main(["--url", embedded_small_llm, "--lengths", "1000", "--haystacks", "1", "--questions", "2",
                        "--out", str(tmp_path)]) == 0
     rows = list(csv.DictReader((tmp_path / "cue_rows.csv").open()))
     haystack = kv_items([1000], 1, 2)[0].text

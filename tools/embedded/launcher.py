@@ -5,6 +5,11 @@ then the server recorded in the state file of the model cache (started earlier b
 one started here in the background on a free loopback port. It exits by itself after
 `IDLE_EXIT_S` seconds without requests. Starting is serialised by a file lock, so concurrent callers
 share one server.
+
+One model server runs per machine (two llama.cpp servers on the same cores slow each other down many
+times over). A recorded server that serves another model than `RESEARCH_MCP_LLM_EMBEDDED_MODEL` names is
+stopped and the named one started in its place, when it is idle; while it answers a request, the caller
+gets an error that says which model is running.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -27,6 +33,7 @@ from tools.settings import get_settings
 
 IDLE_EXIT_S = 1800
 START_TIMEOUT_S = 900
+STOP_TIMEOUT_S = 30.0
 
 
 def default_state_file() -> Path:
@@ -71,28 +78,73 @@ def ensure_local_endpoint(progress: Progress | None = None, timeout_s: float = S
             raise UpstreamError(f"The embedded model server at {configured} does not answer.",
                                 hint="Start it with `research-mcp llm serve`, or unset RESEARCH_MCP_LLM_EMBEDDED_URL.")
         return configured
+    from tools.embedded.catalogue import chat_model_spec
+
+    wanted = chat_model_spec().name
     url = running_endpoint()
-    if url:
+    if url and served_model(url) == wanted:
         return url
     lock_path = cache_root() / "local-llm.lock"
     with lock_path.open("a+") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             url = running_endpoint()
-            return url or _start(progress, timeout_s)
+            if url:
+                running = served_model(url)
+                if running == wanted:
+                    return url
+                _stop_idle(url, running, wanted)
+            return _start(progress, timeout_s, wanted)
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _start(progress: Progress | None, timeout_s: float) -> str:
+def _stop_idle(url: str, running: str | None, wanted: str) -> None:
+    """Stop the recorded server (serving `running`, not `wanted`) if it answers no request now."""
+    from tools.embedded.serve import activity
+
+    now = activity(url.rstrip("/").removesuffix("/v1"))
+    if now is not None and (now[2] > 0 or now[3] > 0):
+        raise UpstreamError(
+            f"The embedded model server serves {running} and is answering a request now; one model server runs "
+            f"per machine, so {wanted} cannot start beside it.",
+            hint=f"Ask again when it is idle, or set RESEARCH_MCP_LLM_EMBEDDED_MODEL={running} to use it.")
+    pid = int(json.loads(default_state_file().read_text())["pid"])
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return
+        time.sleep(0.1)
+    raise UpstreamError(f"The embedded model server (pid {pid}, serving {running}) did not stop within "
+                        f"{STOP_TIMEOUT_S:.0f} s, so {wanted} was not started.",
+                        hint=f"Stop it yourself (kill {pid}), then ask again.")
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs (one this process started and that has exited is reaped here)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError, IndexError):     # exited, not yet reaped by the process that started it
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def _start(progress: Progress | None, timeout_s: float, model: str) -> str:
     log = cache_root() / "local-llm.log"
     state = default_state_file()
     with contextlib.suppress(FileNotFoundError):
         state.unlink()
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.embedded.serve", "--port", "0", "--quiet", "--state-file", str(state),
-             "--idle-exit-s", str(IDLE_EXIT_S)],
+            [sys.executable, "-m", "tools.embedded.serve", "--model", model, "--port", "0", "--quiet",
+             "--state-file", str(state), "--idle-exit-s", str(IDLE_EXIT_S)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
         )
     started = time.monotonic()

@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     import xllamacpp
 
     try:
-        server = xllamacpp.Server(server_params(gguf, spec.name, args.host, port))
+        _server = xllamacpp.Server(server_params(gguf, spec.name, args.host, port))  # serves until the process ends
     except Exception as exc:  # llama.cpp reports a failed load or bind as a plain runtime error
         print(f"research-mcp llm serve: llama.cpp could not start {spec.name} on {args.host}:{port}: {exc}",
               file=sys.stderr)
@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             if json.loads(state.read_text()).get("pid") == os.getpid():
                 state.unlink()
     print("research-mcp llm serve: stopped.", file=sys.stderr, flush=True)
-    del server
-    os._exit(0)  # llama.cpp's HTTP threads do not join; the process ends here
+    # Not `del server`: llama.cpp's destructor waits for a reply in progress to finish, which can take minutes.
+    os._exit(0)
 
 
 if __name__ == "__main__":
