@@ -90,7 +90,7 @@ def _objects(text: str, offset: int = 0) -> Iterator[tuple[int, int, Any]]:
         if text[i] not in "{[":
             i += 1
             continue
-        end = _balanced_end(text, i)
+        end = balanced_end(text, i)
         if end is None:
             i += 1
             continue
@@ -103,7 +103,8 @@ def _objects(text: str, offset: int = 0) -> Iterator[tuple[int, int, Any]]:
         i = end
 
 
-def _balanced_end(text: str, start: int) -> int | None:
+def balanced_end(text: str, start: int) -> int | None:
+    """The index after the bracket that closes the one at `start` (quotes respected), or None if it stays open."""
     depth, quote, escape = 0, "", False
     for j in range(start, len(text)):
         ch = text[j]
@@ -161,7 +162,7 @@ def _candidates(text: str) -> Iterator[tuple[int, int, Any]]:
         args = m.group(2) if m.group(2) is not None else m.group(3)
         yield m.start(), m.end(), {"name": m.group(1), "arguments": args}
     for m in ATTR_OBJECT.finditer(text):     # <tool name="x" arguments={...} />: the object unquoted
-        end = _balanced_end(text, m.end())
+        end = balanced_end(text, m.end())
         if end is not None:
             seen.add((m.start(), end))
             yield m.start(), end, {"name": m.group(1), "arguments": text[m.end():end]}

@@ -39,7 +39,7 @@ from agents.choices import with_choice
 from agents.connection import ToolBox
 from agents.selection import ToolIndex, family, named_tools, openai_tool, select_tools, words
 from agents.shorten import fit_result
-from agents.toolcalls import parse_tool_calls, prose, resolve_name
+from agents.toolcalls import balanced_end, parse_tool_calls, prose, resolve_name
 from agents.trace import _text
 
 TEXT_CALL_PREFIX = "call_txt_"
@@ -219,7 +219,7 @@ class ToolUse(AgentMiddleware):
             return False
         text = _text(ai.content)
         start = text.find("{")
-        return start >= 0 and _open_object(text[start:]) and any(n in text for n in self.names)
+        return start >= 0 and balanced_end(text, start) is None and any(n in text for n in self.names)
 
     def with_answer_line(self, ai: AIMessage, turn: list[AnyMessage], question: str = "") -> AIMessage:
         """A final reply that states a tool result's number but no `Answer:` line gets one with that number
@@ -336,21 +336,6 @@ class ToolUse(AgentMiddleware):
             f" Tool names start with {', '.join(f + '_' for f in self.families)}."
         mean = f" Did you mean {', '.join(close)}?" if close else ""
         return f"{UNKNOWN_NOTICE} {name} is not a valid tool.{mean}{listing}"
-
-
-def _open_object(text: str) -> bool:
-    """Whether `text` (starting at a `{`) ends with a bracket still open, strings respected."""
-    depth, quote, escape = 0, "", False
-    for ch in text:
-        if quote:
-            escape, quote = (False, quote) if escape else (ch == "\\", "" if ch == quote else quote)
-        elif ch == '"':
-            quote = ch
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-    return depth > 0
 
 
 def coerce_args(args: Any, schema: Any) -> Any:
