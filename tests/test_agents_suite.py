@@ -174,4 +174,16 @@ def test_a_stopped_suite_resumes_without_running_its_finished_pairs_again(tmp_pa
 def test_selection_recall_needs_no_model(capsys):
     assert main(["--selection", "--tasks", "eo-l8-ndvi-mean", "--styles", "goal"]) == 0
     # spectral index and statistics bound, and a third pick (the schemas fitted to the question leave room for it)
-    assert "| goal | 1 | 1 | 1 | 3.00 |" in capsys.readouterr().out
+    assert "| goal | 1 | 1 | 1 | 1 | 3.00 |" in capsys.readouterr().out
+
+
+def test_heldout_selection_questions_name_real_tools_and_are_all_counted(capsys):
+    from evals.agents.heldout import PROBES
+
+    assert main(["--selection", "--heldout"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| held out |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert int(cells[1]) == len(PROBES) == 30                 # every probe's chain exists on the server
+    assert int(cells[2]) >= int(cells[3])                    # a tool picked first is bound
+    assert out.count("- held out:") == len(PROBES) - int(cells[3])   # each miss listed once

@@ -39,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=12)
     p.add_argument("--selection", action="store_true",
                    help="no model: how often the tools the agent binds for each question cover its expected chain")
+    p.add_argument("--heldout", action="store_true",
+                   help="with --selection: the questions of evals/agents/heldout.py, which no selection rule was "
+                   "tuned on, instead of the suite's")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in --out/runs.jsonl and run only the (task, style) pairs missing there")
     p.add_argument("--list", action="store_true", help="list the tasks and exit")
@@ -174,24 +177,30 @@ async def run_suite(tasks: list[Any], styles: list[str], *, model: Any, target: 
     return results, schemas, skipped
 
 
-async def selection_recall(tasks: list[Any], styles: list[str], target: Any) -> str:
-    """Markdown: per style, how many questions get the first expected tool, and every expected tool, among the
-    tools the ReAct agent binds at its first model call (`agents.tooluse.ToolUse.selected`); no model runs."""
+async def selection_recall(groups: dict[str, list[tuple[str, list[str]]]], target: Any) -> str:
+    """Markdown: per group of (question, expected chain), how many questions get the chain's first tool, and
+    every tool of it, among the tools the ReAct agent binds at its first model call
+    (`agents.tooluse.ToolUse.selected`), then the questions whose first tool was not the first pick; no model
+    runs."""
     from agents.runner import open_session
     from agents.tooluse import ToolUse
 
     async with open_session(target) as session:
         box = session.box
         use = ToolUse(box)
-        lines = ["| style | questions | first tool bound | whole chain bound | tools bound (mean) |",
-                 "|---|---|---|---|---|"]
-        for style in styles:
-            picks = [(use.selected(t.question(style), []), [s.name for s in t.steps]) for t in tasks
-                     if all(s.name in box.info for s in t.steps)]
-            lines.append(f"| {style} | {len(picks)} | {sum(need[0] in got for got, need in picks)} | "
-                         f"{sum(set(need) <= set(got) for got, need in picks)} | "
-                         f"{sum(len(got) for got, _ in picks) / max(1, len(picks)):.2f} |")
-    return "\n".join(lines) + "\n"
+        lines = ["| questions of | questions | first tool bound | first tool first | whole chain bound "
+                 "| tools bound (mean) |", "|---|---|---|---|---|---|"]
+        misses = []
+        for label, questions in groups.items():
+            picks = [(use.selected(q, []), need, q) for q, need in questions if all(n in box.info for n in need)]
+            lines.append(f"| {label} | {len(picks)} | {sum(need[0] in got for got, need, _ in picks)} | "
+                         f"{sum(got[:1] == need[:1] for got, need, _ in picks)} | "
+                         f"{sum(set(need) <= set(got) for got, need, _ in picks)} | "
+                         f"{sum(len(got) for got, _, _ in picks) / max(1, len(picks)):.2f} |")
+            misses += [f"- {label}: {need[0]} needed first, bound {', '.join(got)}: {q[:90]}"
+                       for got, need, q in picks if got[:1] != need[:1]]
+    return "\n".join(lines) + "\n" + ("\nFirst pick not the chain's first tool:\n" + "\n".join(misses) + "\n"
+                                      if misses else "")
 
 
 def behaviour_table(rows: list[dict[str, Any]], scores: list[Any]) -> str:
@@ -305,8 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.quick:
         tasks = [t for t in tasks if t.id in QUICK_TASKS]
     if args.selection:
-        print(anyio.run(selection_recall, tasks, args.styles, ServerTarget(url=args.http) if args.http
-                        else ServerTarget()))
+        if args.heldout:
+            from evals.agents.heldout import PROBES
+
+            groups = {"held out": [(p.question, p.chain) for p in PROBES]}
+        else:
+            groups = {style: [(t.question(style), [s.name for s in t.steps]) for t in tasks] for style in args.styles}
+        print(anyio.run(selection_recall, groups, ServerTarget(url=args.http) if args.http else ServerTarget()))
         return 0
     policy = args.policy or ("model" if get_settings().llm.configured else "oracle")
     out = args.out or output_dir() / "eval-agents"
