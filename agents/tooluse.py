@@ -17,7 +17,9 @@ has used), while the system prompt lists all of them in one line each. Around ea
 - a call that repeats an earlier one (same tool, same arguments) is not run again: the model is told
   so once, and if it repeats again the run ends with an answer written from the results it has;
 - at the step limit the model is asked for its answer with no tools bound, so a run always ends with
-  an answer rather than an exhausted recursion limit.
+  an answer rather than an exhausted recursion limit;
+- a final answer whose number no tool result holds (to the digits it gives) is asked for once more, from
+  the results, with that said.
 
 Around each tool call: an unknown tool gets a "did you mean" reply listing the family's tools; a
 tool's error goes back with the server's message (its own "did you mean") and a request to fix the
@@ -55,11 +57,13 @@ NEXT = ("The question's steps also use {tools}. Call {first} next as JSON, or, i
         "the question, reply with a last line `Answer: <value>`.")
 NUDGE = ("You have not called a tool yet, and the answer must come from the tools. Reply with one tool call "
          "now, as JSON: {\"name\": \"<tool>\", \"arguments\": {...}}.")
+UNSUPPORTED = "The value {value} is in none of the tool results above. "
 FINAL = ("Stop calling tools. From the tool results above, reply with one short sentence and a last line "
          "`Answer: <value>`.")
 
 
 ANSWER_LINE = re.compile(r"^[ \t*]*(final )?answer[ \t*]*:", re.IGNORECASE | re.MULTILINE)
+ANSWER_LINE_VALUE = re.compile(r"^[ \t*]*(?:final )?answer[ \t*]*:(.*)$", re.IGNORECASE | re.MULTILINE)
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 NAMED = re.compile(r"\b[A-Z][A-Za-z]*[ -]$")
 STOPS = ("<tool_response>", "</tools>")
@@ -203,7 +207,13 @@ class ToolUse(AgentMiddleware):
                     response, ai = retry, again
             if ran and is_echo(_text(ai.content)):     # the template's tags or a tool result copied back
                 return await self.final_answer(request, handler, turn)
-            return _replace_ai(response, self.with_answer_line(ai, turn, question) if ran else ai)
+            if not ran:
+                return _replace_ai(response, ai)
+            final = self.with_answer_line(ai, turn, question)
+            value = self.unsupported(_text(final.content), turn)
+            if value is not None:                       # a number no tool gave: asked once to answer from them
+                return await self.final_answer(request, handler, turn, UNSUPPORTED.format(value=value) + FINAL)
+            return _replace_ai(response, final)
         if ai.tool_calls:
             done = {call_key(c["name"], c.get("args", {})) for c in self._calls(turn)}
             repeats = [c for c in ai.tool_calls if call_key(c["name"], c.get("args", {})) in done]
@@ -238,6 +248,18 @@ class ToolUse(AgentMiddleware):
         text = with_choice(text, question)
         return ai if text == _text(ai.content).strip() else ai.model_copy(update={"content": text})
 
+    def unsupported(self, text: str, turn: list[AnyMessage]) -> str | None:
+        """The number a final reply answers with (its `Answer:` line's, else the last it states) when no tool
+        result holds it to the digits given (`4.0000` for a standard deviation of 0.1154), else None. A letter
+        or a text answer is not checked."""
+        lines = ANSWER_LINE_VALUE.findall(text)
+        stated = NUMBER.findall(lines[-1]) if lines else stated_numbers(text)
+        if not stated:
+            return None
+        value = stated[0] if lines else stated[-1]
+        results = {float(m.group(0)) for r in self._ran(turn) for m in NUMBER.finditer(_text(r.content))}
+        return None if _rounds_to(value, results) else value
+
     def settings(self, request: ModelRequest) -> dict[str, Any]:
         """The call's settings: the reply cap, and stops where a small model starts copying the chat template
         (a tool result's `<tool_response>`, the tool list's `</tools>`) instead of writing its own reply."""
@@ -265,13 +287,13 @@ class ToolUse(AgentMiddleware):
         return messages
 
     async def final_answer(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-                           turn: list[AnyMessage]) -> ModelResponse:
-        """The model's answer from the results so far, with no tool bound (given its `Answer:` line from the
-        number it states, as any final reply is); if it still writes a call, an answer that quotes the last
-        result."""
+                           turn: list[AnyMessage], ask: str = FINAL) -> ModelResponse:
+        """The model's answer from the results so far, asked with `ask` and no tool bound (given its `Answer:`
+        line from the number it states, as any final reply is); if it still writes a call, an answer that quotes
+        the last result."""
         settings = self.settings(request)
         response = await handler(request.override(tools=[], model_settings=settings,
-                                                  messages=[*request.messages, HumanMessage(FINAL)]))
+                                                  messages=[*request.messages, HumanMessage(ask)]))
         ai = _last_ai(response)
         text = _text(ai.content).strip()
         if not is_echo(text) and not parse_tool_calls(text, self.names, families=self.families):

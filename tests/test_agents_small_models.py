@@ -20,7 +20,7 @@ from agents.runner import open_session
 from agents.selection import catalogue, compact_schema, data_words, fit_schema, fold_resources, select_tools, words
 from agents.shorten import fit_result
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
-from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE
+from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE, UNSUPPORTED
 from evals.agents import reference as ref
 from evals.agents.metrics import Expected, answer_correct
 from evals.agents.oracle import tool_results
@@ -284,7 +284,8 @@ def fence(name: str, args: dict) -> str:
 # the question are the same in every scenario
 MARKERS = {"fence": "1", "bare": "2", "tags": "3", "error": "4", "repeat": "5", "none": "6", "plain": "7",
            "steps": "8", "echo": "9", "chain": "10", "late": "11", "schema": "12",
-           "long": "13", "scalar": "14", "choice": "15", "big": "16"}
+           "long": "13", "scalar": "14", "choice": "15", "big": "16",
+           "unsupported": "17"}
 
 
 def scenario(body: dict) -> str | dict:
@@ -293,6 +294,9 @@ def scenario(body: dict) -> str | dict:
     kind = {v: k for k, v in MARKERS.items()}[re.match(r"\[(\w+)\]", question).group(1)]
     results = tool_results(body)
     last_user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    if kind == "unsupported" and last_user != FINAL and last_user.endswith(FINAL):  # asked again, from the results
+        mean = [r for r in results if "stats" in r][-1]["stats"]["mean"]
+        return f"The mean NDVI is {mean:.4f}.\nAnswer: {mean:.4f}"
     if last_user == FINAL:
         mean = [r for r in results if "stats" in r][-1]["stats"]["mean"]
         if kind == "late":    # asked for its answer, states it without the answer line (Qwen 1.5B, verbatim shape)
@@ -333,6 +337,8 @@ def scenario(body: dict) -> str | dict:
         if kind == "big":          # a result of about 9,000 characters: a 900-bin histogram
             return fence("eo_statistics", {"raster": results[-1]["output"], "bins": 900})
         return fence("eo_statistics", {"raster": results[-1]["output"]})
+    if kind == "unsupported":  # "Give 4 decimals" answered with the 4 (Qwen 1.5B did, beside a std of 0.1154)
+        return "4.0000"
     if kind == "choice":  # the value, where the question asks for a letter
         return f"The mean NDVI is {results[-1]['stats']['mean']:.4f}.\nAnswer: {results[-1]['stats']['mean']:.4f}"
     if kind == "plain":  # the number stated, no answer line (a scene name with digits before it)
@@ -358,7 +364,7 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     runs = {}
     async with open_session(ServerTarget()) as session:
         for kind in ("fence", "bare", "tags", "error", "repeat", "none", "plain", "steps", "echo", "chain", "late",
-                     "schema", "long", "scalar", "choice", "big"):
+                     "schema", "long", "scalar", "choice", "big", "unsupported"):
             start = len(scripted.requests)
             steps = "\nFollow these steps:\n1. Use eo_spectral_index.\n2. Use eo_statistics." if kind == "steps" else ""
             if kind == "choice":
@@ -418,6 +424,15 @@ async def test_text_calls_repeats_errors_and_no_call_end_to_end(scripted: Script
     letter = next(k for k, (lo, hi) in NDVI_RANGES.items() if lo <= NDVI_MEAN < hi)
     assert r.status == "done" and r.answer.endswith(f"Answer: {letter} ({NDVI_MEAN:.4f})"), r.answer
     assert answer_correct(Expected("choice", letter, options=NDVI_OPTIONS), r.answer)
+
+    # an answer no tool result holds is asked for again from the results, once
+    r, requests, trace = runs["unsupported"]
+    assert requests[-1]["messages"][-1]["content"] == UNSUPPORTED.format(value="4.0000") + FINAL
+    assert not requests[-1].get("tools") and r.answer.endswith(f"Answer: {NDVI_MEAN:.4f}"), r.answer
+    # ... and one that a result holds is not: no run above asked twice
+    for kind in ("fence", "plain", "choice", "chain"):
+        assert not any(m["content"].startswith("The value") for b in runs[kind][1] for m in b["messages"]
+                       if m["role"] == "user"), kind
 
     # a long result reaches the model shortened: its scalars kept, its long list cut with the rest counted
     r, requests, trace = runs["big"]
