@@ -262,6 +262,29 @@ def located_kinds(text: str) -> set[str]:
     return kinds
 
 
+_TOKEN = re.compile(r"(?<![\w:/.])[^\s,;?!'\"]{4,}")
+_SMILES_CHARS = re.compile(r"^[BCNOPSFIclnospr0-9@+\-\[\]()=#$%/\\.]+$")
+_PROTEIN = re.compile(r"(?<![A-Za-z])[ACDEFGHIKLMNPQRSTVWY]{15,}(?![A-Za-z])")
+_DIGEST = re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})(?![0-9a-fA-F])")
+
+
+def carried_kinds(text: str) -> set[str]:
+    """Argument names the values a question carries can fill: `smiles` for a SMILES string
+    (`CC(=O)Oc1ccccc1C(O)=O`), `protein` for an amino-acid sequence, `identifier` for a hex digest."""
+    kinds: set[str] = set()
+    for token in _TOKEN.findall(strip_locations(text)):
+        token = token.rstrip(".)")
+        atoms = re.sub(r"\[[^\]]*\]", "", token)
+        if (_SMILES_CHARS.match(atoms) and len(re.findall(r"[BCNOPSFIcnosp]", atoms)) >= 2
+                and re.search(r"[()=#\[\]]|[A-Za-z][0-9]", token) and not _PROTEIN.fullmatch(token)):
+            kinds.add("smiles")
+    if _PROTEIN.search(text):
+        kinds.add("protein")
+    if _DIGEST.search(text):
+        kinds.add("identifier")
+    return kinds
+
+
 def named_tools(text: str, names: Iterable[str]) -> list[str]:
     """The tools `text` names, in the order it names them."""
     found = []
@@ -286,6 +309,10 @@ def select_tools(question: str, infos: Mapping[str, ToolInfo], *, used: Sequence
         for uri_fam in re.findall(r"sample://([a-z]+)/", question):
             if uri_fam in fams:
                 fams[uri_fam] += 1000.0
+        carried = carried_kinds(question)
+        for fam in {family(n) for n, i in infos.items() if carried & set((i.input_schema or {}).get("properties")
+                                                                          or {})}:
+            fams[fam] += 100.0     # the family whose tools take the values the question carries (a SMILES)
         best: dict[str, list[float]] = {}
         for n, s in scores.items():
             best.setdefault(family(n), []).append(s)

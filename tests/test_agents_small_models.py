@@ -17,7 +17,16 @@ from agents.choices import options, with_choice
 from agents.connection import ServerTarget, ToolInfo
 from agents.react import NO_TOOL_CALL, ask, system_prompt
 from agents.runner import open_session
-from agents.selection import catalogue, compact_schema, data_words, fit_schema, fold_resources, select_tools, words
+from agents.selection import (
+    carried_kinds,
+    catalogue,
+    compact_schema,
+    data_words,
+    fit_schema,
+    fold_resources,
+    select_tools,
+    words,
+)
 from agents.shorten import fit_result
 from agents.toolcalls import parse_tool_calls, prose, resolve_name
 from agents.tooluse import FINAL, FIX_HINT, NUDGE, REPEAT_NOTICE, SCHEMA_NOTICE, UNSUPPORTED
@@ -232,6 +241,20 @@ async def test_fitted_schemas_show_what_the_question_cues_and_keep_every_argumen
                     infos[step.name].input_schema.get("required") or [])
                 total, kept = total + len(optional), kept + len(props & optional)
     assert kept < total / 3      # most optional arguments are not shown to the model
+
+@pytest.mark.parametrize(("question", "kinds"), [
+    ("What canonical SMILES does the toolkit give for aspirin written as CC(=O)Oc1ccccc1C(O)=O?", {"smiles"}),
+    ("Which of these cannot be parsed?\nA. c1ccccc1\nB. C1CC\nC. CCO", {"smiles"}),
+    ("How many heavy atoms has sodium acetate (CC(=O)[O-].[Na+]) once its salt is stripped?", {"smiles"}),
+    ("Score imatinib against MTEYKLVVVGAGGVGKSALTIQLIQNHF.", {"protein"}),
+    ("Draw stand-ins for the commit 3f2c1b8e9d0a4b5c6d7e8f90a1b2c3d4e5f60718.", {"identifier"}),
+    (f"What is the 95th percentile of NDVI of {L8}? Give 4 decimals.", set()),   # a URI, p95, a number
+    ("Bands B4 and B8 of Sentinel-2 in EPSG:32616, NBR-2 and C4 [Hello]", set()),
+    ("The graph with nodes (0, 4) and edges [[0, 1], [1, 2]]", set()),
+])
+def test_the_values_a_question_carries_are_told_from_words(question: str, kinds: set[str]) -> None:
+    assert carried_kinds(question) == kinds
+
 
 # results cut to size, and range options answered by letter ---------------------------------------------------
 
