@@ -227,7 +227,17 @@ def test_one_server_per_machine_serves_the_model_each_caller_asks_for(embedded_s
     assert f"RESEARCH_MCP_LLM_EMBEDDED_MODEL={small}" in info.value.hint
     thread.join(600)
     assert out == {"status": 200}
-    # idle: the 0.5B is stopped and the 1.5B started in its place, the only server
+    assert state["on_demand"] is True
+    # a server started by hand (`research-mcp llm serve`) is not stopped for another model, even when idle
+    default_state_file().write_text(json.dumps({**state, "on_demand": False}))
+    try:
+        with pytest.raises(UpstreamError) as info:
+            ensure_local_endpoint()
+        assert "started with `research-mcp llm serve`" in info.value.message and "llm stop" in info.value.hint
+        assert served_model(embedded_small_llm) == small
+    finally:
+        default_state_file().write_text(json.dumps(state))
+    # idle and started on demand: the 0.5B is stopped and the 1.5B started in its place, the only server
     url = ensure_local_endpoint()
     assert served_model(url) == "qwen2.5-coder-1.5b-instruct" and not _alive(state["pid"])
     assert json.loads(default_state_file().read_text())["model"] == "qwen2.5-coder-1.5b-instruct"

@@ -7,9 +7,9 @@ one started here in the background on a free loopback port. It exits by itself a
 share one server.
 
 One model server runs per machine (two llama.cpp servers on the same cores slow each other down many
-times over). A recorded server that serves another model than `RESEARCH_MCP_LLM_EMBEDDED_MODEL` names is
-stopped and the named one started in its place, when it is idle; while it answers a request, the caller
-gets an error that says which model is running.
+times over). A server started here that serves another model than `RESEARCH_MCP_LLM_EMBEDDED_MODEL` names is
+stopped and the named one started in its place, when it is idle; while it answers a request, or when it
+was started by hand (`research-mcp llm serve`), the caller gets an error that says which model runs.
 """
 
 from __future__ import annotations
@@ -109,7 +109,14 @@ def _stop_idle(url: str, running: str | None, wanted: str) -> None:
             f"The embedded model server serves {running} and is answering a request now; one model server runs "
             f"per machine, so {wanted} cannot start beside it.",
             hint=f"Ask again when it is idle, or set RESEARCH_MCP_LLM_EMBEDDED_MODEL={running} to use it.")
-    pid = int(json.loads(default_state_file().read_text())["pid"])
+    state = json.loads(default_state_file().read_text())
+    pid = int(state["pid"])
+    if not state.get("on_demand"):
+        raise UpstreamError(
+            f"The embedded model server at {url} (pid {pid}) serves {running}; it was started with `research-mcp "
+            f"llm serve`, so it is not stopped to start {wanted} (one model server runs per machine).",
+            hint=f"Stop it (`research-mcp llm stop`) and ask again, or set RESEARCH_MCP_LLM_EMBEDDED_MODEL={running} "
+                 "to use it.")
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT_S
@@ -143,7 +150,7 @@ def _start(progress: Progress | None, timeout_s: float, model: str) -> str:
         state.unlink()
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.embedded.serve", "--model", model, "--port", "0", "--quiet",
+            [sys.executable, "-m", "tools.embedded.serve", "--model", model, "--port", "0", "--quiet", "--on-demand",
              "--state-file", str(state), "--idle-exit-s", str(IDLE_EXIT_S)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True,
         )

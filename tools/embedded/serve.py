@@ -43,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--state-file", type=Path, default=None, help="where to record pid and URL (default: the cache)")
     p.add_argument("--idle-exit-s", type=float, default=0, help="exit after this many idle seconds (0: never)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--on-demand", action="store_true",
+                   help="started by a tool that needed a model: another caller may replace it with the model it needs")
     return p
 
 
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     if args.idle_exit_s > 0:
         threading.Thread(target=_watch_idle, args=(base, args.idle_exit_s, stop), daemon=True).start()
-    write_text(state, json.dumps({"pid": os.getpid(), "url": url, "model": spec.name}))
+    write_text(state, json.dumps({"pid": os.getpid(), "url": url, "model": spec.name, "on_demand": args.on_demand}))
     print(f"Serving {spec.name} on {url}\nexport OPENAI_BASE_URL={url} OPENAI_MODEL={spec.name} "
           "OPENAI_API_KEY=local", flush=True)
     try:
