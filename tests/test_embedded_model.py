@@ -185,7 +185,7 @@ def test_runtime_benchmark_quick_variant_measures_the_running_server(embedded_ll
 
 def _busy_with_a_long_reply(url: str) -> tuple[threading.Thread, dict]:
     """A request that decodes for many seconds, running in a thread; returns once the server is answering it."""
-    from tools.embedded.serve import activity
+    from tools.embedded.launcher import activity
 
     out: dict = {}
 

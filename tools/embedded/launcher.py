@@ -34,6 +34,8 @@ from tools.settings import get_settings
 IDLE_EXIT_S = 1800
 START_TIMEOUT_S = 900
 STOP_TIMEOUT_S = 30.0
+ACTIVITY = ("llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total", "llamacpp:requests_processing",
+            "llamacpp:requests_deferred")
 
 
 def default_state_file() -> Path:
@@ -45,6 +47,16 @@ def _healthy(url: str, timeout: float = 2.0) -> bool:
         return httpx.get(url.rstrip("/").removesuffix("/v1") + "/health", timeout=timeout).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def activity(base: str) -> tuple[float, ...] | None:
+    """The server's token and request counters (None while it does not answer)."""
+    try:
+        text = httpx.get(base + "/metrics", timeout=5.0).text
+    except httpx.HTTPError:
+        return None
+    values = dict(line.split(" ", 1) for line in text.splitlines() if line and not line.startswith("#") and " " in line)
+    return tuple(float(values.get(k, "0")) for k in ACTIVITY)
 
 
 def running_endpoint() -> str | None:
@@ -101,8 +113,6 @@ def ensure_local_endpoint(progress: Progress | None = None, timeout_s: float = S
 
 def _stop_idle(url: str, running: str | None, wanted: str) -> None:
     """Stop the recorded server (serving `running`, not `wanted`) if it answers no request now."""
-    from tools.embedded.serve import activity
-
     now = activity(url.rstrip("/").removesuffix("/v1"))
     if now is not None and (now[2] > 0 or now[3] > 0):
         raise UpstreamError(

@@ -28,8 +28,7 @@ from tools.atomic import write_text
 from tools.errors import ResearchError
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-ACTIVITY = ("llamacpp:prompt_tokens_total", "llamacpp:tokens_predicted_total", "llamacpp:requests_processing",
-            "llamacpp:requests_deferred")
+
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,19 +97,9 @@ def server_params(gguf: Path, alias: str, host: str, port: int):
     return p
 
 
-def activity(base: str) -> tuple[float, ...] | None:
-    """The server's token and request counters (None while it does not answer)."""
-    import httpx
-
-    try:
-        text = httpx.get(base + "/metrics", timeout=5.0).text
-    except httpx.HTTPError:
-        return None
-    values = dict(line.split(" ", 1) for line in text.splitlines() if line and not line.startswith("#") and " " in line)
-    return tuple(float(values.get(k, "0")) for k in ACTIVITY)
-
-
 def _watch_idle(base: str, idle_s: float, stop: threading.Event) -> None:
+    from tools.embedded.launcher import activity
+
     last, since = None, time.monotonic()
     while not stop.wait(2.0):
         now = activity(base)
