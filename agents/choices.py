@@ -15,7 +15,7 @@ NUM = r"[-+]?\d+(?:\.\d+)?"
 BELOW = re.compile(rf"^(?:below|under|less than|lower than|<)\s*({NUM})", re.IGNORECASE)
 ABOVE = re.compile(rf"^(?:above|over|more than|greater than|higher than|>)\s*({NUM})", re.IGNORECASE)
 BETWEEN = re.compile(rf"^(?:between\s+)?({NUM})\s*(?:[a-z%°]+\s*)?(?:to|and|-|–)\s*({NUM})", re.IGNORECASE)
-ANSWER = re.compile(r"^([ \t*]*(?:final )?answer[ \t*]*:[ \t*]*)(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
+ANSWER = re.compile(r"^([ \t*]*(?:final )?answer[ \t*]*:[ \t*]*)(.+?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 VALUE = re.compile(rf"^\W*({NUM})(?![\w.])")
 
 

@@ -298,7 +298,8 @@ def named_tools(text: str, names: Iterable[str]) -> list[str]:
 def select_tools(question: str, infos: Mapping[str, ToolInfo], *, used: Sequence[str] = (), k: int = 3,
                  index: ToolIndex | None = None) -> list[str]:
     """The tools to bind for a model call: those the question names, else the `k` best lexical matches in
-    the family the question points at (a `sample://FAMILY/` path, else the best-matching tools' family),
+    the family the question points at (a `sample://FAMILY/` path, then the family whose tools take the values
+    it carries, `carried_kinds`, else the best-matching tools' family),
     then the tools already `used` in this run. The same question and history give the same list, in the
     same order, so the bound tools (and the prompt prefix they are part of) stay the same across steps."""
     index = index or ToolIndex.build(infos)
